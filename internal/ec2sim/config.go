@@ -1,0 +1,154 @@
+package ec2sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration string such as "1m30s".
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string like "5s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON accepts a duration string like "5s" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("duration must be a string like \"5s\": %w", err)
+		}
+		d.Duration = time.Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// DurationRange is a duration drawn uniformly from [Min, Max]; a zero Max means always Min.
+type DurationRange struct {
+	Min Duration `json:"min"`
+	Max Duration `json:"max"`
+}
+
+// Fixed returns a DurationRange that always yields d.
+func Fixed(d time.Duration) DurationRange { return DurationRange{Min: Duration{d}} }
+
+// Range returns a DurationRange that yields a duration between min and max.
+func Range(min, max time.Duration) DurationRange {
+	return DurationRange{Min: Duration{min}, Max: Duration{max}}
+}
+
+func (r DurationRange) isZero() bool { return r.Min.Duration == 0 && r.Max.Duration == 0 }
+
+// VolumeSpec describes a volume to seed into a region.
+type VolumeSpec struct {
+	ID               string            `json:"id,omitempty"` // "" => generated vol-…
+	AvailabilityZone string            `json:"availabilityZone,omitempty"`
+	Type             string            `json:"type,omitempty"` // gp2|gp3|io1|io2|st1|sc1|standard
+	SizeGiB          int32             `json:"sizeGiB,omitempty"`
+	IOPS             int32             `json:"iops,omitempty"`
+	Throughput       int32             `json:"throughput,omitempty"`
+	Encrypted        bool              `json:"encrypted,omitempty"`
+	KmsKeyID         string            `json:"kmsKeyId,omitempty"`
+	Tags             map[string]string `json:"tags,omitempty"`
+}
+
+// RegionConfig seeds one region; AvailabilityZones default to REGION+"a", "b" and "c".
+type RegionConfig struct {
+	AvailabilityZones []string     `json:"availabilityZones,omitempty"`
+	Volumes           []VolumeSpec `json:"volumes,omitempty"`
+}
+
+// Faults are the injectable failures; the zero value injects none.
+type Faults struct {
+	// InvisibleFor keeps a new snapshot, copy or volume out of Describe* answers for this long.
+	InvisibleFor DurationRange `json:"invisibleFor"`
+	// ServerErrorRate is the fraction of requests answered 500 InternalError before any effect.
+	ServerErrorRate float64 `json:"serverErrorRate,omitempty"`
+	// DropAfterEffectRate is the fraction of DropActions requests that take effect and then
+	// fail anyway, with a 500 or a closed connection.
+	DropAfterEffectRate float64 `json:"dropAfterEffectRate,omitempty"`
+	// DropActions lists the actions DropAfterEffectRate applies to; default CreateSnapshot, CopySnapshot.
+	DropActions []string `json:"dropActions,omitempty"`
+	// Latency is added to every request as a real sleep.
+	Latency DurationRange `json:"latency"`
+	// ErrorVolumes lists volume IDs whose snapshots end in state "error".
+	ErrorVolumes []string `json:"errorVolumes,omitempty"`
+	// ErrorCopyVolumes lists volume IDs whose snapshots' copies end in state "error".
+	ErrorCopyVolumes []string `json:"errorCopyVolumes,omitempty"`
+	// SnapshotErrorRate is the fraction of new snapshots that end in state "error".
+	SnapshotErrorRate float64 `json:"snapshotErrorRate,omitempty"`
+	// CopyErrorRate is the fraction of new copies that end in state "error".
+	CopyErrorRate float64 `json:"copyErrorRate,omitempty"`
+}
+
+// Config configures a Simulator. The zero value is usable: defaults fill the gaps.
+type Config struct {
+	// Regions seeds regions; regions not listed still work, empty and with default AZs.
+	Regions map[string]RegionConfig `json:"regions,omitempty"`
+	// SnapshotDuration is how long a snapshot stays pending; default 3s–6s.
+	SnapshotDuration DurationRange `json:"snapshotDuration"`
+	// CopyDuration is how long a copy stays pending; default 5s–10s.
+	CopyDuration DurationRange `json:"copyDuration"`
+	// VolumeCreateDuration is how long a new volume stays creating; default 1s.
+	VolumeCreateDuration DurationRange `json:"volumeCreateDuration"`
+	// ThrottleScale multiplies AWS's bucket sizes and refill rates; 0 disables throttling.
+	ThrottleScale float64 `json:"throttleScale,omitempty"`
+	// CopyLimit is the number of concurrent (pending) copies per destination region; default 20.
+	CopyLimit int `json:"copyLimit,omitempty"`
+	// Faults are the injected failures.
+	Faults Faults `json:"faults"`
+	// AllowedActions, when not empty, answers every other action with 403 UnauthorizedOperation.
+	AllowedActions []string `json:"allowedActions,omitempty"`
+	// Seed makes durations drawn from ranges and fault decisions reproducible.
+	Seed int64 `json:"seed,omitempty"`
+}
+
+// LoadConfig reads a Config from a JSON file.
+func LoadConfig(path string) (Config, error) {
+	var cfg Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.SnapshotDuration.isZero() {
+		c.SnapshotDuration = Range(3*time.Second, 6*time.Second)
+	}
+	if c.CopyDuration.isZero() {
+		c.CopyDuration = Range(5*time.Second, 10*time.Second)
+	}
+	if c.VolumeCreateDuration.isZero() {
+		c.VolumeCreateDuration = Fixed(time.Second)
+	}
+	if c.CopyLimit <= 0 {
+		c.CopyLimit = 20
+	}
+	c.Faults = c.Faults.withDefaults()
+	return c
+}
+
+func (f Faults) withDefaults() Faults {
+	if f.DropActions == nil {
+		f.DropActions = []string{"CreateSnapshot", "CopySnapshot"}
+	}
+	return f
+}
+
+func defaultAZs(region string) []string {
+	return []string{region + "a", region + "b", region + "c"}
+}
