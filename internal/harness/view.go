@@ -1,0 +1,141 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/vmware-tanzu/velero/pkg/itemoperation"
+)
+
+// Status is a point-in-time view of a backup or restore, what `velero backup describe
+// --details` shows: phase, item operations completed and failed of total, and per operation
+// its progress and description.
+type Status struct {
+	// Kind is "Backup" or "Restore".
+	Kind, Name, Phase string
+	// Elapsed is the time since the backup or restore started.
+	Elapsed    time.Duration
+	Reconciles int
+	Operations []*Operation
+}
+
+// Count returns the number of operations completed and failed.
+func (s Status) Count() (completed, failed int) {
+	for _, op := range s.Operations {
+		switch op.Status.Phase {
+		case itemoperation.OperationPhaseCompleted:
+			completed++
+		case itemoperation.OperationPhaseFailed:
+			failed++
+		}
+	}
+	return completed, failed
+}
+
+func backupStatus(r *BackupResult, start time.Time) Status {
+	return Status{Kind: "Backup", Name: r.Backup.Name, Phase: string(r.Backup.Status.Phase),
+		Elapsed: time.Since(start), Reconciles: r.Reconciles, Operations: r.Operations}
+}
+
+func restoreStatus(r *RestoreResult, start time.Time) Status {
+	return Status{Kind: "Restore", Name: r.Restore.Name, Phase: string(r.Restore.Status.Phase),
+		Elapsed: time.Since(start), Reconciles: r.Reconciles, Operations: r.Operations}
+}
+
+// Observer receives the state of a backup or restore after every step of core.
+type Observer interface {
+	Observe(Status)
+}
+
+// NewDisplay returns a live view writing to w: a table with progress bars redrawn in place
+// when w is a terminal, plain log lines otherwise.
+func NewDisplay(w io.Writer) Observer {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return &tableDisplay{w: w, maxRows: 20}
+		}
+	}
+	return &lineDisplay{w: w, phases: map[*Operation]itemoperation.OperationPhase{}}
+}
+
+// tableDisplay redraws a table of the open and failed operations in place.
+type tableDisplay struct {
+	w       io.Writer
+	maxRows int
+	lines   int
+}
+
+func (d *tableDisplay) Observe(s Status) {
+	var b strings.Builder
+	completed, failed := s.Count()
+	total := len(s.Operations)
+	fmt.Fprintf(&b, "%s %s\tPhase: %s\telapsed %s\treconciles %d\n", s.Kind, s.Name, s.Phase, s.Elapsed.Round(100*time.Millisecond), s.Reconciles)
+	fmt.Fprintf(&b, "Item Operations: %d of %d completed, %d failed %s\n", completed, total, failed, bar(int64(completed+failed), int64(total), 30))
+	rows := 0
+	for _, op := range s.Operations {
+		if op.Status.Phase == itemoperation.OperationPhaseCompleted {
+			continue
+		}
+		if rows == d.maxRows {
+			fmt.Fprintf(&b, "  … %d more\n", total-completed-rows)
+			break
+		}
+		rows++
+		fmt.Fprintf(&b, "  %-24s %-10s %s %d/%d %s\n", trim(op.Resource.Name, 24), op.Status.Phase,
+			bar(op.Status.NCompleted, op.Status.NTotal, 10), op.Status.NCompleted, op.Status.NTotal, trim(describe(op), 70))
+	}
+	if d.lines > 0 {
+		fmt.Fprintf(d.w, "\x1b[%dA\x1b[J", d.lines)
+	}
+	out := b.String()
+	d.lines = strings.Count(out, "\n")
+	fmt.Fprint(d.w, out)
+}
+
+// lineDisplay prints one line per reconcile and one per operation that ends.
+type lineDisplay struct {
+	w      io.Writer
+	phase  string
+	phases map[*Operation]itemoperation.OperationPhase
+}
+
+func (d *lineDisplay) Observe(s Status) {
+	completed, failed := s.Count()
+	if s.Phase != d.phase || s.Reconciles > 0 {
+		fmt.Fprintf(d.w, "[%6.1fs] %s %s: %s, operations %d of %d completed, %d failed (reconcile %d)\n",
+			s.Elapsed.Seconds(), s.Kind, s.Name, s.Phase, completed, len(s.Operations), failed, s.Reconciles)
+		d.phase = s.Phase
+	}
+	for _, op := range s.Operations {
+		if d.phases[op] == op.Status.Phase || op.Open() {
+			continue
+		}
+		d.phases[op] = op.Status.Phase
+		fmt.Fprintf(d.w, "           %s %s: %s\n", op.Resource.Name, op.Status.Phase, describe(op))
+	}
+}
+
+func describe(op *Operation) string {
+	if op.Status.Error != "" {
+		return "error: " + op.Status.Error
+	}
+	return op.Status.Description
+}
+
+func bar(done, total int64, width int) string {
+	if total <= 0 {
+		return "[" + strings.Repeat(" ", width) + "]"
+	}
+	n := int(min(done, total) * int64(width) / total)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
+
+func trim(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
