@@ -1,0 +1,651 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const appNS = "e2e-app"
+
+// volume is one simulator volume and the PV/PVC that use it.
+type volume struct {
+	ID   string
+	AZ   string
+	PV   string
+	PVC  string
+	CSI  bool
+	Type string
+}
+
+var volumes = []volume{
+	{ID: "vol-0e2e0000000000001", AZ: "us-east-1a", PV: "pv-intree-a", PVC: "data-intree-a", Type: "gp2"},
+	{ID: "vol-0e2e0000000000002", AZ: "us-east-1b", PV: "pv-intree-b", PVC: "data-intree-b", Type: "gp3"},
+	{ID: "vol-0e2e0000000000003", AZ: "us-east-1a", PV: "pv-csi-a", PVC: "data-csi-a", CSI: true, Type: "gp3"},
+	{ID: "vol-0e2e0000000000004", AZ: "us-east-1c", PV: "pv-csi-b", PVC: "data-csi-b", CSI: true, Type: "io2"},
+}
+
+// sub runs fn as a subtest with r.t pointing at it, so a failed step does not hide later ones.
+func (r *rig) sub(name string, fn func()) bool {
+	parent := r.t
+	defer func() { r.t = parent }()
+	return parent.Run(name, func(t *testing.T) {
+		r.t = t
+		fn()
+	})
+}
+
+// TestE2E runs the whole scenario of issue 6 against real etcd, kube-apiserver and Velero.
+func TestE2E(t *testing.T) {
+	r := newRig(t)
+	var sim simClient
+	if !r.sub("rig", func() {
+		r.buildTools()
+		r.startCluster()
+		r.startS3()
+		sim = r.startEC2Sim()
+		r.installVelero()
+		r.startVeleroServer()
+		r.waitBSLAvailable()
+	}) {
+		t.FailNow()
+	}
+	if !r.sub("backup-without-volumes", r.smokeBackup) {
+		t.FailNow()
+	}
+	r.sub("workload", func() { r.createWorkload(sim) })
+	r.sub("backup-with-progress", func() { r.volumeBackup(sim, "e2e-main", "") })
+	r.sub("resilience-kill-plugin", func() { r.volumeBackup(sim, "e2e-kill", "kill-plugin") })
+	r.sub("resilience-restart-server", func() { r.volumeBackup(sim, "e2e-restart", "restart-server") })
+	r.sub("delete-from-source-cluster", func() { r.deleteBackups(sim, "e2e-kill", "e2e-restart") })
+	r.sub("dr-restore-in-copy-region", func() { r.drRestore(sim, "e2e-main") })
+	r.sub("delete-after-dr", func() {
+		r.deleteBackups(sim, "e2e-main", "e2e-smoke")
+		all := append(live(sim.list("snapshots", srcRegion)), live(sim.list("snapshots", copyRegion))...)
+		r.saw("snapshots left in the simulator (both regions): %d", len(all))
+		for _, s := range all {
+			r.t.Errorf("snapshot left: %v", s)
+		}
+	})
+	r.saw("simulator stats at the end: %v", sim.get("/_sim/stats"))
+}
+
+func (r *rig) smokeBackup() {
+	ctx := context.Background()
+	r.step("backup of a namespace without volumes")
+	must(r.t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e-smoke"}}))
+	must(r.t, r.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "e2e-smoke"}, Data: map[string]string{"k": "v"}}))
+	pl := r.watchPhases("e2e-smoke", false)
+	defer pl.cancel()
+	out := r.mustVelero("backup", "create", "e2e-smoke", "--include-namespaces", "e2e-smoke")
+	r.saw("%s", firstLine(out))
+	b := r.waitBackupDone("e2e-smoke", 3*time.Minute, nil)
+	time.Sleep(300 * time.Millisecond)
+	r.saw("phases %v; items backed up %d", pl.get(), itemsBackedUp(b))
+	if b.Status.Phase != velerov1.BackupPhaseCompleted {
+		r.t.Fatalf("backup e2e-smoke ended %s: %v", b.Status.Phase, b.Status.ValidationErrors)
+	}
+}
+
+func itemsBackedUp(b *velerov1.Backup) int {
+	if b.Status.Progress == nil {
+		return 0
+	}
+	return b.Status.Progress.ItemsBackedUp
+}
+
+func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
+
+// createWorkload seeds the simulator's volumes and creates PVs/PVCs as EKS would.
+func (r *rig) createWorkload(sim simClient) {
+	ctx := context.Background()
+	r.step("seeding %d volumes in the simulator (%s)", len(volumes), srcRegion)
+	var vs []map[string]any
+	for _, v := range volumes {
+		vs = append(vs, map[string]any{"id": v.ID, "availabilityZone": v.AZ, "type": v.Type, "sizeGiB": 10})
+	}
+	sim.post("/_sim/volumes", map[string]any{"region": srcRegion, "volumes": vs})
+	r.saw("simulator volumes in %s: %v", srcRegion, sim.list("volumes", srcRegion))
+
+	r.step("creating namespace %s with PVCs bound to in-tree awsElasticBlockStore and CSI ebs.csi.aws.com PVs", appNS)
+	must(r.t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
+	must(r.t, r.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: appNS}, Data: map[string]string{"k": "v"}}))
+	for _, v := range volumes {
+		pv := makePV(v)
+		must(r.t, r.c.Create(ctx, pv))
+		pv.Status.Phase = corev1.VolumeBound
+		must(r.t, r.c.Status().Update(ctx, pv))
+		sc := "gp2"
+		if v.CSI {
+			sc = "ebs-sc"
+		}
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: v.PVC, Namespace: appNS, Annotations: map[string]string{
+				"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
+			}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: &sc,
+				VolumeName:       v.PV,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+			},
+		}
+		must(r.t, r.c.Create(ctx, pvc))
+		pvc.Status.Phase = corev1.ClaimBound
+		pvc.Status.AccessModes = pvc.Spec.AccessModes
+		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}
+		must(r.t, r.c.Status().Update(ctx, pvc))
+		r.saw("PV %s (%s) bound to PVC %s/%s", v.PV, pvSource(pv), appNS, v.PVC)
+	}
+}
+
+func pvSource(pv *corev1.PersistentVolume) string {
+	switch {
+	case pv.Spec.AWSElasticBlockStore != nil:
+		return "awsElasticBlockStore " + pv.Spec.AWSElasticBlockStore.VolumeID
+	case pv.Spec.CSI != nil:
+		return pv.Spec.CSI.Driver + " " + pv.Spec.CSI.VolumeHandle
+	}
+	return "?"
+}
+
+func makePV(v volume) *corev1.PersistentVolume {
+	region := v.AZ[:len(v.AZ)-1]
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: v.PV},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: appNS, Name: v.PVC},
+		},
+	}
+	if v.CSI {
+		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}
+		pv.Spec.StorageClassName = "ebs-sc"
+		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{
+			Driver: "ebs.csi.aws.com", VolumeHandle: v.ID, FSType: "ext4",
+			VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-ebs.csi.aws.com"},
+		}
+		// The EBS CSI driver sets its own topology key (older releases) or the well-known one.
+		key := "topology.ebs.csi.aws.com/zone"
+		if strings.HasSuffix(v.PV, "-b") {
+			key = "topology.kubernetes.io/zone"
+		}
+		pv.Spec.NodeAffinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{v.AZ}})
+	} else {
+		// In-tree volumes as the (now CSI-migrated) in-tree provisioner on EKS created them.
+		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/aws-ebs"}
+		pv.Labels = map[string]string{
+			"topology.kubernetes.io/zone":              v.AZ,
+			"topology.kubernetes.io/region":            region,
+			"failure-domain.beta.kubernetes.io/zone":   v.AZ,
+			"failure-domain.beta.kubernetes.io/region": region,
+		}
+		pv.Spec.StorageClassName = "gp2"
+		pv.Spec.AWSElasticBlockStore = &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://" + v.AZ + "/" + v.ID, FSType: "ext4"}
+		pv.Spec.NodeAffinity = nodeAffinity(
+			corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{v.AZ}},
+			corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/region", Operator: corev1.NodeSelectorOpIn, Values: []string{region}},
+		)
+	}
+	return pv
+}
+
+func nodeAffinity(reqs ...corev1.NodeSelectorRequirement) *corev1.VolumeNodeAffinity {
+	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}
+}
+
+// backupSnapshots returns the live source snapshots of a backup and their copies.
+func backupSnapshots(sim simClient, name string) (src, copies []simObject) {
+	srcIDs := map[string]bool{}
+	for _, s := range live(sim.list("snapshots", srcRegion)) {
+		if s.Tags["velero.io/backup"] == name {
+			src = append(src, s)
+			srcIDs[s.ID] = true
+		}
+	}
+	for _, s := range live(sim.list("snapshots", copyRegion)) {
+		isCopy := s.Tags["velero.io/backup"] == name || srcIDs[s.Source]
+		for _, v := range s.Tags {
+			if srcIDs[v] {
+				isCopy = true
+			}
+		}
+		if isCopy {
+			copies = append(copies, s)
+		}
+	}
+	return src, copies
+}
+
+var describeDir = "describe"
+
+// volumeBackup backs up the app namespace with snapshots and checks phases, describe output and
+// the simulator's snapshots. disrupt is "", "kill-plugin" or "restart-server".
+func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
+	t := r.t
+	statsBefore := sim.get("/_sim/stats")
+	pl := r.watchPhases(name, false)
+	defer pl.cancel()
+	r.step("velero backup create %s --include-namespaces %s --snapshot-volumes --volume-snapshot-locations %s", name, appNS, vslName)
+	out := r.mustVelero("backup", "create", name, "--include-namespaces", appNS, "--snapshot-volumes",
+		"--volume-snapshot-locations", vslName, "--storage-location", "default")
+	r.saw("%s", firstLine(out))
+
+	// Disruptions happen while the backup waits for plugin operations.
+	done := make(chan struct{})
+	killed := make(chan int, 1)
+	if disrupt == "kill-plugin" {
+		go func() {
+			n, seen := 0, map[int]bool{}
+			defer func() { killed <- n }()
+			for n < 3 {
+				select {
+				case <-done:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				ph := pl.get()
+				if len(ph) == 0 || ph[len(ph)-1] != string(velerov1.BackupPhaseWaitingForPluginOperations) {
+					continue
+				}
+				for _, pid := range r.pluginPIDs() {
+					if seen[pid] {
+						continue
+					}
+					seen[pid] = true
+					if killPID(pid) == nil {
+						n++
+						r.t.Logf("%s   saw plugin process %d of velero server; killed it (SIGKILL #%d)", time.Now().UTC().Format("15:04:05"), pid, n)
+						time.Sleep(2500 * time.Millisecond)
+					}
+				}
+			}
+		}()
+	}
+	restarted := false
+	var waitingSince time.Time
+	describedWaiting := false
+	b := r.waitBackupDone(name, 10*time.Minute, func(b *velerov1.Backup) {
+		if b.Status.Phase != velerov1.BackupPhaseWaitingForPluginOperations {
+			return
+		}
+		if waitingSince.IsZero() {
+			waitingSince = time.Now()
+			r.saw("backup %s WaitingForPluginOperations: %d operations attempted, %d completed", name,
+				b.Status.BackupItemOperationsAttempted, b.Status.BackupItemOperationsCompleted)
+		}
+		if disrupt == "restart-server" && !restarted && time.Since(waitingSince) > 2500*time.Millisecond {
+			restarted = true
+			r.restartVeleroServer()
+		}
+		if disrupt == "" && !describedWaiting {
+			d, err := r.velero("backup", "describe", name, "--details")
+			if err != nil {
+				return
+			}
+			// Wait for a description from Progress before judging.
+			if !strings.Contains(d, "Progress description:") && time.Since(waitingSince) < 20*time.Second {
+				return
+			}
+			describedWaiting = true
+			r.saveDescribe(name+"-waiting", d)
+			r.checkDescribeOps(d, false)
+		}
+	})
+	close(done)
+	time.Sleep(500 * time.Millisecond)
+	phases := pl.get()
+	r.saw("backup %s phases observed by watch: %v", name, phases)
+	r.saw("backup %s ended %s: operations attempted %d, completed %d, failed %d; volume snapshots attempted %d, completed %d; errors %d warnings %d",
+		name, b.Status.Phase, b.Status.BackupItemOperationsAttempted, b.Status.BackupItemOperationsCompleted,
+		b.Status.BackupItemOperationsFailed, b.Status.VolumeSnapshotsAttempted, b.Status.VolumeSnapshotsCompleted,
+		b.Status.Errors, b.Status.Warnings)
+	if disrupt == "kill-plugin" {
+		n := <-killed
+		r.saw("plugin processes killed while WaitingForPluginOperations: %d", n)
+		if n == 0 {
+			t.Errorf("never caught a running %s process to kill", pluginBin)
+		}
+	}
+	if disrupt == "restart-server" && !restarted {
+		t.Errorf("backup never stayed in WaitingForPluginOperations long enough to restart the server")
+	}
+	d := r.mustVelero("backup", "describe", name, "--details")
+	r.saveDescribe(name+"-final", d)
+	if b.Status.Phase != velerov1.BackupPhaseCompleted {
+		logs, _ := r.velero("backup", "logs", name)
+		r.saveDescribe(name+"-backup-logs", logs)
+		t.Errorf("backup %s ended %s, want Completed (describe and logs in %s)", name, b.Status.Phase, filepath.Join(r.logDir, describeDir))
+	}
+	want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}
+	if disrupt == "" && !isSubsequence(want, phases) {
+		t.Errorf("phases %v do not contain %v in order", phases, want)
+	}
+	if disrupt == "" && !describedWaiting {
+		t.Errorf("never captured `velero backup describe --details` while WaitingForPluginOperations")
+	}
+	r.checkDescribeOps(d, true)
+	if b.Status.BackupItemOperationsAttempted != len(volumes) {
+		t.Errorf("backup item operations attempted = %d, want %d (one per PV)", b.Status.BackupItemOperationsAttempted, len(volumes))
+	}
+	if b.Status.VolumeSnapshotsAttempted != len(volumes) || b.Status.VolumeSnapshotsCompleted != len(volumes) {
+		t.Errorf("volume snapshots attempted/completed = %d/%d, want %d", b.Status.VolumeSnapshotsAttempted, b.Status.VolumeSnapshotsCompleted, len(volumes))
+	}
+
+	src, copies := backupSnapshots(sim, name)
+	r.saw("simulator: %d source snapshots in %s, %d copies in %s for backup %s", len(src), srcRegion, len(copies), copyRegion, name)
+	for _, s := range append(append([]simObject(nil), src...), copies...) {
+		r.saw("  %v", s)
+	}
+	perVol := map[string]int{}
+	for _, s := range src {
+		perVol[s.VolumeID]++
+		if s.State != "completed" {
+			t.Errorf("source snapshot %s state %s, want completed", s.ID, s.State)
+		}
+	}
+	for _, v := range volumes {
+		if perVol[v.ID] != 1 {
+			t.Errorf("volume %s has %d source snapshots for backup %s, want exactly 1", v.ID, perVol[v.ID], name)
+		}
+	}
+	if len(copies) != len(volumes) {
+		t.Errorf("%d copies in %s for backup %s, want exactly %d (one per volume, no duplicates)", len(copies), copyRegion, name, len(volumes))
+	}
+	for _, s := range copies {
+		if s.State != "completed" {
+			t.Errorf("copy %s state %s, want completed", s.ID, s.State)
+		}
+	}
+	r.saw("simulator stats before: %v", statsBefore)
+	r.saw("simulator stats after:  %v", sim.get("/_sim/stats"))
+}
+
+func isSubsequence(want, got []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+func (r *rig) saveDescribe(name, text string) {
+	dir := filepath.Join(r.logDir, describeDir)
+	_ = os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, name+".txt")
+	_ = os.WriteFile(path, []byte(text), 0o644)
+	r.saw("captured %s:\n%s", path, indent(text))
+}
+
+func indent(s string) string {
+	return "      | " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n      | ")
+}
+
+var opBlock = regexp.MustCompile(`(?m)^\s*Operation for persistentvolumes /(\S+):`)
+
+// checkDescribeOps checks that `velero backup describe --details` shows one operation of our
+// BackupItemAction per PV with a progress description; final requires them Completed.
+func (r *rig) checkDescribeOps(d string, final bool) {
+	t := r.t
+	if !strings.Contains(d, "Backup Item Operations:") {
+		t.Errorf("describe shows no \"Backup Item Operations:\" section")
+		return
+	}
+	blocks := opBlock.FindAllStringSubmatchIndex(d, -1)
+	var pvs []string
+	for i, m := range blocks {
+		end := len(d)
+		if i+1 < len(blocks) {
+			end = blocks[i+1][0]
+		}
+		blk := d[m[0]:end]
+		pv := d[m[2]:m[3]]
+		pvs = append(pvs, pv)
+		if !strings.Contains(blk, "velero-async.io/aws-snapshot-progress") {
+			t.Errorf("operation for %s does not name velero-async.io/aws-snapshot-progress:\n%s", pv, blk)
+		}
+		if !strings.Contains(blk, "Progress description:") {
+			t.Errorf("operation for %s has no progress description:\n%s", pv, blk)
+		}
+		if final && !regexp.MustCompile(`Phase:\s+Completed`).MatchString(blk) {
+			t.Errorf("operation for %s not Completed at the end:\n%s", pv, blk)
+		}
+	}
+	sort.Strings(pvs)
+	if len(pvs) != len(volumes) {
+		t.Errorf("describe shows operations for %v, want one per PV (%d)", pvs, len(volumes))
+	}
+}
+
+// deleteBackups deletes backups with the CLI and checks their snapshots and copies are gone.
+func (r *rig) deleteBackups(sim simClient, names ...string) {
+	for _, name := range names {
+		r.step("velero backup delete %s --confirm", name)
+		out, err := r.velero("backup", "delete", name, "--confirm")
+		r.saw("%s (err=%v)", firstLine(out), err)
+	}
+	for _, name := range names {
+		waitFor(r.t, "backup "+name+" to be deleted", 5*time.Minute, nil, func() bool {
+			_, err := r.getBackup(name)
+			return apierrors.IsNotFound(err)
+		})
+		r.saw("backup %s is gone from the cluster", name)
+	}
+	// Deletion of snapshots may lag (pending snapshots are deleted when they complete).
+	for _, name := range names {
+		var src, copies []simObject
+		deadline := time.Now().Add(time.Minute)
+		for {
+			src, copies = backupSnapshots(sim, name)
+			if len(src)+len(copies) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		r.saw("simulator after deleting %s: %d source snapshots, %d copies left", name, len(src), len(copies))
+		for _, s := range append(src, copies...) {
+			r.t.Errorf("snapshot of deleted backup %s still there: %v", name, s)
+		}
+	}
+	var dbrs velerov1.DeleteBackupRequestList
+	if err := r.c.List(context.Background(), &dbrs, client.InNamespace(veleroNS)); err == nil {
+		for _, d := range dbrs.Items {
+			r.saw("DeleteBackupRequest %s for %s: %s %v", d.Name, d.Spec.BackupName, d.Status.Phase, d.Status.Errors)
+			if len(d.Status.Errors) > 0 {
+				r.t.Errorf("deletion of %s reported errors: %v", d.Spec.BackupName, d.Status.Errors)
+			}
+		}
+	}
+}
+
+// deleteAppNamespace deletes the app namespace and its PVs; with no controller manager, the
+// finalizers the API server adds are removed by hand.
+func (r *rig) deleteAppNamespace() {
+	ctx := context.Background()
+	var pvcs corev1.PersistentVolumeClaimList
+	must(r.t, r.c.List(ctx, &pvcs, client.InNamespace(appNS)))
+	for i := range pvcs.Items {
+		p := &pvcs.Items[i]
+		_ = r.c.Delete(ctx, p)
+		p.Finalizers = nil
+		_ = r.c.Update(ctx, p)
+	}
+	for _, v := range volumes {
+		var pv corev1.PersistentVolume
+		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err != nil {
+			continue
+		}
+		_ = r.c.Delete(ctx, &pv)
+		_ = r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv)
+		pv.Finalizers = nil
+		_ = r.c.Update(ctx, &pv)
+	}
+	var cms corev1.ConfigMapList
+	_ = r.c.List(ctx, &cms, client.InNamespace(appNS))
+	for i := range cms.Items {
+		_ = r.c.Delete(ctx, &cms.Items[i])
+	}
+	_ = r.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})
+	waitFor(r.t, "namespace "+appNS+" and its PVs gone", time.Minute, nil, func() bool {
+		ns, err := r.cs.CoreV1().Namespaces().Get(ctx, appNS, metav1.GetOptions{})
+		if err == nil {
+			ns.Spec.Finalizers = nil
+			_, _ = r.cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
+			return false
+		}
+		if !apierrors.IsNotFound(err) {
+			return false
+		}
+		for _, v := range volumes {
+			if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// drRestore restores the backup as a recovery cluster in the copy region would.
+func (r *rig) drRestore(sim simClient, backup string) {
+	t := r.t
+	ctx := context.Background()
+	r.step("DR: location %s now has region %s (no copyToRegion), as the recovery cluster's location of the same name", vslName, copyRegion)
+	var vsl velerov1.VolumeSnapshotLocation
+	must(t, r.c.Get(ctx, client.ObjectKey{Namespace: veleroNS, Name: vslName}, &vsl))
+	vsl.Spec.Config = map[string]string{"region": copyRegion}
+	must(t, r.c.Update(ctx, &vsl))
+
+	r.step("DR: deleting namespace %s and its PVs", appNS)
+	r.deleteAppNamespace()
+	r.saw("namespace %s and PVs %d gone", appNS, len(volumes))
+
+	_, copies := backupSnapshots(sim, backup)
+	copyIDs := map[string]bool{}
+	for _, c := range copies {
+		copyIDs[c.ID] = true
+	}
+	volsBefore := map[string]bool{}
+	for _, v := range sim.list("volumes", copyRegion) {
+		volsBefore[v.ID] = true
+	}
+
+	name := "e2e-dr"
+	pl := r.watchPhases(name, true)
+	defer pl.cancel()
+	r.step("velero restore create %s --from-backup %s", name, backup)
+	out := r.mustVelero("restore", "create", name, "--from-backup", backup)
+	r.saw("%s", firstLine(out))
+	rs := r.waitRestoreDone(name, 10*time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	r.saw("restore %s phases observed by watch: %v", name, pl.get())
+	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
+		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
+		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
+	d, _ := r.velero("restore", "describe", name, "--details")
+	r.saveDescribe(name+"-final", d)
+	if rs.Status.Phase != velerov1.RestorePhaseCompleted {
+		logs, _ := r.velero("restore", "logs", name)
+		r.saveDescribe(name+"-restore-logs", logs)
+		t.Errorf("restore %s ended %s, want Completed", name, rs.Status.Phase)
+	}
+
+	west := map[string]simObject{}
+	for _, v := range live(sim.list("volumes", copyRegion)) {
+		west[v.ID] = v
+	}
+	r.saw("simulator volumes in %s after restore: %d (before: %d)", copyRegion, len(west), len(volsBefore))
+	for _, v := range volumes {
+		var pv corev1.PersistentVolume
+		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err != nil {
+			t.Errorf("PV %s not restored: %v", v.PV, err)
+			continue
+		}
+		var volID string
+		switch {
+		case pv.Spec.AWSElasticBlockStore != nil:
+			volID = pv.Spec.AWSElasticBlockStore.VolumeID
+			volID = volID[strings.LastIndex(volID, "/")+1:]
+		case pv.Spec.CSI != nil:
+			volID = pv.Spec.CSI.VolumeHandle
+		}
+		r.saw("restored PV %s: %s; labels %v; node affinity %s", v.PV, pvSource(&pv), pv.Labels, affinityString(pv.Spec.NodeAffinity))
+		wv, ok := west[volID]
+		switch {
+		case volID == v.ID:
+			t.Errorf("PV %s still points at the source volume %s", v.PV, volID)
+		case !ok:
+			t.Errorf("PV %s volume %q is not a volume of the simulator in %s", v.PV, volID, copyRegion)
+		default:
+			r.saw("  volume %v", wv)
+			if wv.Source != "" && !copyIDs[wv.Source] {
+				t.Errorf("volume %s of PV %s was created from %s, not from a copy of backup %s", volID, v.PV, wv.Source, backup)
+			}
+			if volsBefore[volID] {
+				t.Errorf("volume %s existed before the restore", volID)
+			}
+			if pv.Spec.AWSElasticBlockStore != nil && !strings.HasPrefix(pv.Spec.AWSElasticBlockStore.VolumeID, "aws://"+wv.AZ+"/") && strings.HasPrefix(pv.Spec.AWSElasticBlockStore.VolumeID, "aws://") {
+				t.Errorf("PV %s volumeID %s names a zone other than the volume's %s", v.PV, pv.Spec.AWSElasticBlockStore.VolumeID, wv.AZ)
+			}
+		}
+		for k, val := range pv.Labels {
+			if strings.HasSuffix(k, "/zone") && !strings.HasPrefix(val, copyRegion) {
+				t.Errorf("PV %s label %s=%s not rewritten to a %s zone", v.PV, k, val, copyRegion)
+			}
+			if strings.HasSuffix(k, "/region") && val != copyRegion {
+				t.Errorf("PV %s label %s=%s not rewritten to %s", v.PV, k, val, copyRegion)
+			}
+		}
+		if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+			for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+				for _, e := range term.MatchExpressions {
+					for _, val := range e.Values {
+						if strings.HasSuffix(e.Key, "/zone") && !strings.HasPrefix(val, copyRegion) {
+							t.Errorf("PV %s node affinity %s=%s not rewritten to a %s zone", v.PV, e.Key, val, copyRegion)
+						}
+						if strings.HasSuffix(e.Key, "/region") && val != copyRegion {
+							t.Errorf("PV %s node affinity %s=%s not rewritten to %s", v.PV, e.Key, val, copyRegion)
+						}
+					}
+				}
+			}
+		}
+		var pvc corev1.PersistentVolumeClaim
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: appNS, Name: v.PVC}, &pvc); err != nil {
+			t.Errorf("PVC %s/%s not restored: %v", appNS, v.PVC, err)
+		} else if pvc.Spec.VolumeName != v.PV {
+			t.Errorf("PVC %s/%s volumeName %s, want %s", appNS, v.PVC, pvc.Spec.VolumeName, v.PV)
+		}
+	}
+}
+
+func affinityString(a *corev1.VolumeNodeAffinity) string {
+	if a == nil || a.Required == nil {
+		return "none"
+	}
+	var parts []string
+	for _, term := range a.Required.NodeSelectorTerms {
+		for _, e := range term.MatchExpressions {
+			parts = append(parts, fmt.Sprintf("%s %s %v", e.Key, e.Operator, e.Values))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,282 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	veleroNS   = "velero"
+	bucket     = "velero-e2e"
+	vslName    = "aws-async"
+	srcRegion  = "us-east-1"
+	copyRegion = "us-west-2"
+	pluginBin  = "velero-plugin-for-aws-async"
+)
+
+// startS3 starts the in-memory S3-compatible server with the rig's bucket.
+func (r *rig) startS3() {
+	r.step("starting fakes3 (gofakes3, in memory) with bucket %s", bucket)
+	ch := make(chan string, 1)
+	p := r.start("fakes3", nil, ch, filepath.Join(r.binDir, "fakes3"), "-port", "0", "-buckets", bucket)
+	r.s3URL = readLine(r.t, p, ch, 30*time.Second)
+	r.saw("fakes3 at %s", r.s3URL)
+}
+
+// startEC2Sim starts the EC2 simulator with short snapshot and copy durations.
+func (r *rig) startEC2Sim() simClient {
+	cfg := `{"regions":["us-east-1","us-west-2"],"snapshotDuration":{"min":"3s","max":"5s"},"copyDuration":{"min":"3s","max":"5s"}}`
+	if c := os.Getenv("E2E_SIM_CONFIG"); c != "" {
+		cfg = c
+	}
+	path := filepath.Join(r.dir, "ec2sim.json")
+	writeFile(r.t, path, []byte(cfg))
+	r.step("starting the EC2 simulator with %s", cfg)
+	ch := make(chan string, 1)
+	p := r.start("ec2sim", nil, ch, filepath.Join(r.dir, "bin", "ec2sim"), "-port", "0", "-config", path)
+	r.ec2URL = readLine(r.t, p, ch, 30*time.Second)
+	r.saw("ec2sim at %s", r.ec2URL)
+	return simClient{t: r.t, url: r.ec2URL}
+}
+
+// installVelero installs the CRDs, the namespace and both locations.
+func (r *rig) installVelero() {
+	t := r.t
+	ctx := context.Background()
+	r.step("velero install --crds-only")
+	out := r.mustVelero("install", "--crds-only")
+	r.saw("%d CRD lines applied", strings.Count(out, "CustomResourceDefinition/"))
+	waitFor(t, "Velero CRDs established", time.Minute, nil, func() bool {
+		return r.c.List(ctx, &velerov1.BackupStorageLocationList{}, client.InNamespace(veleroNS)) == nil
+	})
+
+	r.step("creating namespace %s, BackupStorageLocation default (provider aws -> fakes3) and VolumeSnapshotLocation %s (provider velero-async.io/aws)", veleroNS, vslName)
+	must(t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: veleroNS}}))
+	must(t, r.c.Create(ctx, &velerov1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: veleroNS},
+		Spec: velerov1.BackupStorageLocationSpec{
+			Provider: "aws",
+			Default:  true,
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{
+				Bucket: bucket, Prefix: "rig",
+			}},
+			Config: map[string]string{
+				"region":            srcRegion,
+				"s3Url":             r.s3URL,
+				"s3ForcePathStyle":  "true",
+				"checksumAlgorithm": "",
+			},
+		},
+	}))
+	must(t, r.c.Create(ctx, &velerov1.VolumeSnapshotLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: vslName, Namespace: veleroNS},
+		Spec: velerov1.VolumeSnapshotLocationSpec{
+			Provider: "velero-async.io/aws",
+			Config:   map[string]string{"region": srcRegion, "copyToRegion": copyRegion},
+		},
+	}))
+}
+
+// startVeleroServer runs `velero server` outside the cluster with both plugins.
+func (r *rig) startVeleroServer() {
+	if r.serverArgs == nil {
+		r.serverArgs = []string{"server",
+			"--kubeconfig", r.kubeconfig,
+			"--namespace", veleroNS,
+			"--plugin-dir", r.pluginDir,
+			"--item-operation-sync-frequency", "2s",
+			"--metrics-address", "127.0.0.1:" + strconv.Itoa(freePort(r.t)),
+			"--profiler-address", "127.0.0.1:" + strconv.Itoa(freePort(r.t)),
+			"--log-level", "debug",
+		}
+		r.serverEnv = append(r.cliEnv(),
+			"AWS_ENDPOINT_URL_EC2="+r.ec2URL,
+			"AWS_ACCESS_KEY_ID=AKIAE2EFAKEFAKEFAKE0",
+			"AWS_SECRET_ACCESS_KEY=e2e-fake-secret",
+			"AWS_EC2_METADATA_DISABLED=true",
+			"AWS_REGION="+srcRegion,
+		)
+	}
+	r.step("starting velero server (plugins: %s, upstream velero-plugin-for-aws; AWS_ENDPOINT_URL_EC2=%s)", pluginBin, r.ec2URL)
+	r.server = r.start("velero-server", r.serverEnv, nil, filepath.Join(r.binDir, "velero"), r.serverArgs...)
+}
+
+// restartVeleroServer stops the server (and its plugin processes) and starts it again.
+func (r *rig) restartVeleroServer() {
+	r.step("restarting velero server (SIGTERM to pid %d)", r.server.cmd.Process.Pid)
+	r.stop(r.server)
+	r.startVeleroServer()
+}
+
+func (r *rig) waitBSLAvailable() {
+	ctx := context.Background()
+	r.step("waiting for BackupStorageLocation default to become Available")
+	start := time.Now()
+	var last velerov1.BackupStorageLocationPhase
+	waitFor(r.t, "BSL Available", 3*time.Minute, r.server, func() bool {
+		var bsl velerov1.BackupStorageLocation
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: veleroNS, Name: "default"}, &bsl); err != nil {
+			return false
+		}
+		last = bsl.Status.Phase
+		return last == velerov1.BackupStorageLocationPhaseAvailable
+	})
+	r.saw("BSL phase %s after %s", last, time.Since(start).Round(time.Second))
+}
+
+// phaseLog records every phase a Backup or Restore goes through, as seen by a watch.
+type phaseLog struct {
+	mu     sync.Mutex
+	phases []string
+	cancel context.CancelFunc
+}
+
+func (p *phaseLog) add(ph string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ph == "" {
+		ph = "(new)"
+	}
+	if n := len(p.phases); n == 0 || p.phases[n-1] != ph {
+		p.phases = append(p.phases, ph)
+	}
+}
+
+func (p *phaseLog) get() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.phases...)
+}
+
+// watchPhases watches the named Backup (restore=false) or Restore and records its phases.
+func (r *rig) watchPhases(name string, restore bool) *phaseLog {
+	ctx, cancel := context.WithCancel(context.Background())
+	pl := &phaseLog{cancel: cancel}
+	go func() {
+		for ctx.Err() == nil {
+			var list client.ObjectList = &velerov1.BackupList{}
+			if restore {
+				list = &velerov1.RestoreList{}
+			}
+			w, err := r.c.Watch(ctx, list, client.InNamespace(veleroNS), client.MatchingFields{"metadata.name": name})
+			if err != nil {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				switch o := ev.Object.(type) {
+				case *velerov1.Backup:
+					pl.add(string(o.Status.Phase))
+				case *velerov1.Restore:
+					pl.add(string(o.Status.Phase))
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return pl
+}
+
+func (r *rig) getBackup(name string) (*velerov1.Backup, error) {
+	var b velerov1.Backup
+	err := r.c.Get(context.Background(), client.ObjectKey{Namespace: veleroNS, Name: name}, &b)
+	return &b, err
+}
+
+// waitBackupDone waits for a terminal phase and returns the backup.
+func (r *rig) waitBackupDone(name string, timeout time.Duration, during func(*velerov1.Backup)) *velerov1.Backup {
+	r.t.Helper()
+	var b *velerov1.Backup
+	waitFor(r.t, "backup "+name+" to finish", timeout, nil, func() bool {
+		var err error
+		if b, err = r.getBackup(name); err != nil {
+			return false
+		}
+		if during != nil {
+			during(b)
+		}
+		switch b.Status.Phase {
+		case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed, velerov1.BackupPhaseFailed,
+			velerov1.BackupPhaseFailedValidation:
+			return true
+		}
+		return false
+	})
+	return b
+}
+
+func (r *rig) waitRestoreDone(name string, timeout time.Duration) *velerov1.Restore {
+	r.t.Helper()
+	var rs velerov1.Restore
+	waitFor(r.t, "restore "+name+" to finish", timeout, nil, func() bool {
+		if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: veleroNS, Name: name}, &rs); err != nil {
+			return false
+		}
+		switch rs.Status.Phase {
+		case velerov1.RestorePhaseCompleted, velerov1.RestorePhasePartiallyFailed, velerov1.RestorePhaseFailed,
+			velerov1.RestorePhaseFailedValidation:
+			return true
+		}
+		return false
+	})
+	return &rs
+}
+
+// pluginPIDs lists running processes of this plugin that are children of the velero server.
+func (r *rig) pluginPIDs() []int {
+	server := r.server.cmd.Process.Pid
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 || f[1] != strconv.Itoa(server) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		argv0 := strings.SplitN(string(cmdline), "\x00", 2)[0]
+		if filepath.Base(argv0) == pluginBin {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+func must(t interface {
+	Helper()
+	Fatal(...any)
+}, err error) {
+	t.Helper()
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
