@@ -153,6 +153,7 @@ func (c *Core) backupItems(req BackupRequest, res *BackupResult) error {
 	}
 	var (
 		mu   sync.Mutex
+		done int
 		wg   sync.WaitGroup
 		next = make(chan *corev1api.PersistentVolume)
 	)
@@ -177,6 +178,10 @@ func (c *Core) backupItems(req BackupRequest, res *BackupResult) error {
 				if err != nil {
 					res.ItemErrors = append(res.ItemErrors, fmt.Sprintf("persistentvolume %s: %v", pv.Name, err))
 				}
+				if c.Hooks.AfterItem != nil {
+					c.Hooks.AfterItem(done)
+				}
+				done++
 				mu.Unlock()
 			}
 		}()

@@ -63,6 +63,8 @@ type Core struct {
 
 // Hooks run inside the operation loop; nil hooks are skipped.
 type Hooks struct {
+	// AfterItem runs in the item phase after the i-th PV (counting from 0) is backed up.
+	AfterItem func(i int)
 	// BeforeReconcile runs before reconcile n (counting from 1) creates its plugin manager.
 	BeforeReconcile func(n int)
 	// BeforeProgress runs in reconcile n before the Progress call of the i-th open operation

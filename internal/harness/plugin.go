@@ -79,5 +79,12 @@ func UseEndpoint(url string) {
 	}
 }
 
+// PluginArgs makes this process look like `velero server` to Velero's plugin client, which
+// passes os.Args[2:] on to every plugin process: call it after parsing this process's own
+// flags, which are not for the plugin.
+func PluginArgs() {
+	os.Args = []string{os.Args[0], "server"}
+}
+
 // Provider is the VolumeSnapshotLocation provider the harness uses by default.
 const Provider = ebs.VolumeSnapshotterName
