@@ -1,0 +1,105 @@
+package ebs
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+)
+
+// EBS time-based copies take a completion duration in 15-minute steps up to 48 hours.
+const (
+	copyDurationStep = 15
+	copyDurationMax  = 2880
+)
+
+// Config is a VolumeSnapshotLocation's config, validated.
+type Config struct {
+	// Region holds the snapshots this location takes, deletes and restores from.
+	Region string
+	// Credentials choose a profile or credentials file beyond the SDK's default chain.
+	Credentials ec2api.Credentials
+	// EBSKMSKeyID encrypts volumes restored by this location.
+	EBSKMSKeyID string
+	// CopyToRegion, when set, gets a copy of every snapshot.
+	CopyToRegion string
+	// CopyKMSKeyID, a key in CopyToRegion, encrypts the copies.
+	CopyKMSKeyID string
+	// CopyCompletionMinutes, when non-zero, asks EBS for time-based copies of that duration.
+	CopyCompletionMinutes int32
+	// RestoreAvailabilityZone, when set, is where restored volumes are created.
+	RestoreAvailabilityZone string
+}
+
+var knownConfigKeys = []string{
+	ConfigRegion, ConfigProfile, ConfigCredentialsFile, ConfigEnableSharedConfig, ConfigEBSKMSKeyID,
+	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
+}
+
+// ParseConfig validates a VolumeSnapshotLocation's config. Every error names the key and value.
+func ParseConfig(m map[string]string) (Config, error) {
+	var unknown []string
+	for k := range m {
+		if !contains(knownConfigKeys, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return Config{}, fmt.Errorf("unknown config key %s (known keys: %s)", strings.Join(unknown, ", "), strings.Join(knownConfigKeys, ", "))
+	}
+	c := Config{
+		Region:                  m[ConfigRegion],
+		Credentials:             ec2api.Credentials{Profile: m[ConfigProfile], File: m[ConfigCredentialsFile]},
+		EBSKMSKeyID:             m[ConfigEBSKMSKeyID],
+		CopyToRegion:            m[ConfigCopyToRegion],
+		CopyKMSKeyID:            m[ConfigCopyKMSKeyID],
+		RestoreAvailabilityZone: m[ConfigRestoreAvailabilityZone],
+	}
+	if c.Region == "" {
+		return Config{}, fmt.Errorf("config key %q is required", ConfigRegion)
+	}
+	if !pv.ValidRegion(c.Region) {
+		return Config{}, fmt.Errorf("config key %q: %q is not an AWS region name", ConfigRegion, c.Region)
+	}
+	if v, ok := m[ConfigEnableSharedConfig]; ok {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return Config{}, fmt.Errorf("config key %q: %q is not true or false", ConfigEnableSharedConfig, v)
+		}
+	}
+	if c.CopyToRegion == "" {
+		for _, k := range []string{ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes} {
+			if _, ok := m[k]; ok {
+				return Config{}, fmt.Errorf("config key %q needs %q", k, ConfigCopyToRegion)
+			}
+		}
+		return c, nil
+	}
+	if !pv.ValidRegion(c.CopyToRegion) {
+		return Config{}, fmt.Errorf("config key %q: %q is not an AWS region name", ConfigCopyToRegion, c.CopyToRegion)
+	}
+	if c.CopyToRegion == c.Region {
+		return Config{}, fmt.Errorf("config key %q: %q is the location's own region; name another region", ConfigCopyToRegion, c.CopyToRegion)
+	}
+	if v, ok := m[ConfigCopyCompletionDurationMinutes]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < copyDurationStep || n > copyDurationMax || n%copyDurationStep != 0 {
+			return Config{}, fmt.Errorf("config key %q: %q is not a number of minutes from %d to %d in steps of %d",
+				ConfigCopyCompletionDurationMinutes, v, copyDurationStep, copyDurationMax, copyDurationStep)
+		}
+		c.CopyCompletionMinutes = int32(n)
+	}
+	return c, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,56 @@
+// Package ebs holds the plugin's logic: snapshots, cross-region copies, progress tracking,
+// deletion and restore of EBS volumes, written against a narrow EC2 interface and a clock.
+package ebs
+
+// Plugin names as users register them in Velero. They are public: they appear in
+// VolumeSnapshotLocations and in backups' operation records.
+const (
+	// VolumeSnapshotterName is the VolumeSnapshotLocation provider.
+	VolumeSnapshotterName = "velero-async.io/aws"
+	// BackupItemActionName tracks each snapshot and its copy as a Velero async operation.
+	BackupItemActionName = "velero-async.io/aws-snapshot-progress"
+	// RestoreItemActionName tracks restored volumes until they are available.
+	RestoreItemActionName = "velero-async.io/aws-volume-restore"
+)
+
+// Tags Velero core puts on every snapshot it asks for.
+const (
+	TagBackup = "velero.io/backup"
+	TagPV     = "velero.io/pv"
+)
+
+// The plugin's own tag keys. They are public: they live on users' AWS resources.
+const (
+	tagPrefix = "velero-async.io/"
+	// TagCopyToRegion, on a source snapshot, names the region its copy goes to.
+	TagCopyToRegion = tagPrefix + "copy-to-region"
+	// TagCopyKMSKeyID, on a source snapshot, names the KMS key that encrypts its copy.
+	TagCopyKMSKeyID = tagPrefix + "copy-kms-key-id"
+	// TagCopyCompletionMinutes, on a source snapshot, asks for a time-based copy.
+	TagCopyCompletionMinutes = tagPrefix + "copy-completion-duration-minutes"
+	// TagCopyRequestedAt, on a source snapshot, records when a copy was last requested
+	// (RFC 3339), so a restarted plugin waits for an invisible copy instead of copying again.
+	TagCopyRequestedAt = tagPrefix + "copy-requested-at"
+	// TagSourceSnapshotID, on a copy, names the snapshot it was copied from.
+	TagSourceSnapshotID = tagPrefix + "source-snapshot-id"
+	// TagSourceRegion, on a copy, names the region of the snapshot it was copied from.
+	TagSourceRegion = tagPrefix + "source-region"
+	// TagVolumeType, TagVolumeIOPS and TagVolumeThroughput record the volume's settings
+	// so a restore can recreate them.
+	TagVolumeType       = tagPrefix + "volume-type"
+	TagVolumeIOPS       = tagPrefix + "volume-iops"
+	TagVolumeThroughput = tagPrefix + "volume-throughput"
+)
+
+// VolumeSnapshotLocation config keys.
+const (
+	ConfigRegion                        = "region"
+	ConfigProfile                       = "profile"
+	ConfigCredentialsFile               = "credentialsFile"
+	ConfigEnableSharedConfig            = "enableSharedConfig"
+	ConfigEBSKMSKeyID                   = "ebsKmsKeyId"
+	ConfigCopyToRegion                  = "copyToRegion"
+	ConfigCopyKMSKeyID                  = "copyKmsKeyId"
+	ConfigCopyCompletionDurationMinutes = "copyCompletionDurationMinutes"
+	ConfigRestoreAvailabilityZone       = "restoreAvailabilityZone"
+)

@@ -1,0 +1,204 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// CreateVolumeFromSnapshot creates a volume from a snapshot Velero recorded at backup. In the
+// snapshot's own region it restores from the snapshot; in the copy region, from its completed
+// copy. It returns the new volume's ID; VolumeZone then tells its AZ.
+func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
+	if !validSnapshotID(snapshotID) {
+		return "", fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
+	}
+	snap, err := s.restorableSnapshot(ctx, snapshotID)
+	if err != nil {
+		return "", err
+	}
+	az, err := s.restoreZone(ctx, volumeAZ)
+	if err != nil {
+		return "", err
+	}
+	tags := tagMap(snap.Tags)
+	if volumeType == "" {
+		volumeType = tags[TagVolumeType]
+	}
+	in := &ec2.CreateVolumeInput{
+		AvailabilityZone: aws.String(az),
+		SnapshotId:       snap.SnapshotId,
+		VolumeType:       types.VolumeType(volumeType),
+	}
+	switch types.VolumeType(volumeType) {
+	case types.VolumeTypeIo1, types.VolumeTypeIo2:
+		in.Iops = int32Of(iops, tags[TagVolumeIOPS])
+	case types.VolumeTypeGp3:
+		in.Iops = int32Of(nil, tags[TagVolumeIOPS])
+		in.Throughput = int32Of(nil, tags[TagVolumeThroughput])
+	}
+	if s.cfg.EBSKMSKeyID != "" {
+		in.Encrypted = aws.Bool(true)
+		in.KmsKeyId = aws.String(s.cfg.EBSKMSKeyID)
+	}
+	_, volumeTags := splitByPrefix(tags, tagPrefix)
+	if vt, _ := mergeTags(volumeTags); len(vt) > 0 {
+		in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
+	}
+	c, err := s.clients(ctx, s.cfg.Region)
+	if err != nil {
+		return "", err
+	}
+	out, err := c.CreateVolume(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("creating a volume from snapshot %s in %s: %w", aws.ToString(snap.SnapshotId), az, err)
+	}
+	id := aws.ToString(out.VolumeId)
+	s.mu.Lock()
+	s.restored[id] = az
+	s.mu.Unlock()
+	return id, nil
+}
+
+// restorableSnapshot returns the snapshot itself when this region holds it, else its completed
+// copy here. Without one, the error says what there is instead.
+func (s *Snapshotter) restorableSnapshot(ctx context.Context, snapshotID string) (types.Snapshot, error) {
+	here := s.cfg.Region
+	snap, found, err := s.describeSnapshot(ctx, here, snapshotID)
+	if err != nil {
+		return types.Snapshot{}, err
+	}
+	if found {
+		if snap.State != types.SnapshotStateCompleted {
+			return types.Snapshot{}, fmt.Errorf("snapshot %s in %s is %s, not completed", snapshotID, here, snap.State)
+		}
+		return snap, nil
+	}
+	copies, err := s.copiesOf(ctx, here, snapshotID)
+	if err != nil {
+		return types.Snapshot{}, err
+	}
+	var seen []string
+	for _, c := range copies {
+		if c.State == types.SnapshotStateCompleted {
+			return c, nil
+		}
+		state := string(c.State)
+		if c.State == types.SnapshotStatePending {
+			state += " at " + aws.ToString(c.Progress)
+		}
+		if msg := aws.ToString(c.StateMessage); msg != "" {
+			state += ": " + msg
+		}
+		seen = append(seen, fmt.Sprintf("copy %s is %s", aws.ToString(c.SnapshotId), state))
+	}
+	if len(seen) == 0 {
+		return types.Snapshot{}, fmt.Errorf("snapshot %s is not in %s and has no copy there", snapshotID, here)
+	}
+	return types.Snapshot{}, fmt.Errorf("snapshot %s is not in %s and has no completed copy there (%s)", snapshotID, here, strings.Join(seen, "; "))
+}
+
+// restoreZone chooses the AZ of a restored volume: the location's restoreAvailabilityZone, else
+// the backed-up volume's AZ when this region has it available, else the AZ of this region with
+// the same letter, else this region's first available AZ.
+func (s *Snapshotter) restoreZone(ctx context.Context, volumeAZ string) (string, error) {
+	if s.cfg.RestoreAvailabilityZone != "" {
+		return s.cfg.RestoreAvailabilityZone, nil
+	}
+	zones, err := s.availableZones(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(zones) == 0 {
+		return "", fmt.Errorf("region %s has no available availability zone", s.cfg.Region)
+	}
+	if contains(zones, volumeAZ) {
+		return volumeAZ, nil
+	}
+	if volumeAZ != "" {
+		if same := s.cfg.Region + volumeAZ[len(volumeAZ)-1:]; contains(zones, same) {
+			return same, nil
+		}
+	}
+	return zones[0], nil
+}
+
+// ValidateRestoreZone checks that the location's restoreAvailabilityZone is an available AZ of
+// its region.
+func (s *Snapshotter) ValidateRestoreZone(ctx context.Context) error {
+	az := s.cfg.RestoreAvailabilityZone
+	if az == "" {
+		return nil
+	}
+	zones, err := s.availableZones(ctx)
+	if err != nil {
+		return err
+	}
+	if !contains(zones, az) {
+		return fmt.Errorf("config key %q: %q is not an available availability zone of %s (available: %s)",
+			ConfigRestoreAvailabilityZone, az, s.cfg.Region, strings.Join(zones, ", "))
+	}
+	return nil
+}
+
+// availableZones lists the region's available AZs (not Local or Wavelength Zones), sorted,
+// asking EC2 once per process.
+func (s *Snapshotter) availableZones(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	zones := s.zones
+	s.mu.Unlock()
+	if zones == nil {
+		c, err := s.clients(ctx, s.cfg.Region)
+		if err != nil {
+			return nil, err
+		}
+		out, err := c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
+		if err != nil {
+			return nil, fmt.Errorf("listing availability zones of %s: %w", s.cfg.Region, err)
+		}
+		zones = out.AvailabilityZones
+		s.mu.Lock()
+		s.zones = zones
+		s.mu.Unlock()
+	}
+	var names []string
+	for _, z := range zones {
+		if z.State == types.AvailabilityZoneStateAvailable && (z.ZoneType == nil || *z.ZoneType == "availability-zone") {
+			names = append(names, aws.ToString(z.ZoneName))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// VolumeZone returns the AZ of a volume: remembered when this process created it, else described.
+func (s *Snapshotter) VolumeZone(ctx context.Context, volumeID string) (string, error) {
+	s.mu.Lock()
+	az, ok := s.restored[volumeID]
+	s.mu.Unlock()
+	if ok {
+		return az, nil
+	}
+	vol, err := s.describeVolume(ctx, volumeID)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(vol.AvailabilityZone), nil
+}
+
+// int32Of returns v, else the number in tag, else nil.
+func int32Of(v *int64, tag string) *int32 {
+	if v != nil {
+		return aws.Int32(int32(*v))
+	}
+	if n, err := strconv.Atoi(tag); err == nil && n > 0 {
+		return aws.Int32(int32(n))
+	}
+	return nil
+}

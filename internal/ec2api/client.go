@@ -1,0 +1,78 @@
+package ec2api
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+)
+
+// Credentials selects where the SDK finds credentials beyond its default chain (environment,
+// web identity / IRSA, EKS Pod Identity, instance metadata), as the upstream plugin's location
+// config does.
+type Credentials struct {
+	// Profile is a profile in the shared config and credentials files.
+	Profile string
+	// File is a shared credentials file to read instead of the default one.
+	File string
+}
+
+// Factory hands out EC2 clients, one per region and credentials, built once per process and
+// reused, so that the retryer's and the limiter's view of EC2's rates is shared by every caller.
+type Factory struct {
+	mu      sync.Mutex
+	clients map[clientKey]*ec2.Client
+}
+
+type clientKey struct {
+	region string
+	creds  Credentials
+}
+
+// NewFactory returns an empty Factory.
+func NewFactory() *Factory {
+	return &Factory{clients: map[clientKey]*ec2.Client{}}
+}
+
+// Client returns the EC2 client for region. Endpoints come from the SDK's standard settings
+// (AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, the shared config), never from the plugin's config.
+func (f *Factory) Client(ctx context.Context, region string, creds Credentials) (EC2, error) {
+	key := clientKey{region: region, creds: creds}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[key]; ok {
+		return c, nil
+	}
+	loadOpts := []func(*config.LoadOptions) error{
+		config.WithRegion(region),
+		config.WithRetryer(newRetryer),
+	}
+	if creds.Profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(creds.Profile))
+	}
+	if creds.File != "" {
+		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{creds.File}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS config for region %s: %w", region, err)
+	}
+	limiter := newRequestLimiter()
+	c := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
+		o.APIOptions = append(o.APIOptions, limiter.addTo)
+	})
+	f.clients[key] = c
+	return c, nil
+}
+
+// Regional is a source of EC2 clients by region, with the credentials already chosen.
+type Regional func(ctx context.Context, region string) (EC2, error)
+
+// ForCredentials binds creds to f.
+func (f *Factory) ForCredentials(creds Credentials) Regional {
+	return func(ctx context.Context, region string) (EC2, error) {
+		return f.Client(ctx, region, creds)
+	}
+}

@@ -1,0 +1,51 @@
+package ec2api
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+)
+
+// Retry settings: enough patience to ride out a RequestLimitExceeded storm (the SDK backs off
+// exponentially from 1 s for throttling, so 20 attempts wait several minutes in all), and no
+// retry quota, which would otherwise turn a long storm into failed requests.
+const (
+	maxAttempts = 20
+	maxBackoff  = 30 * time.Second
+)
+
+// newRetryer returns the SDK's adaptive retry mode: exponential backoff plus a client-side
+// rate that drops when EC2 throttles and recovers when it stops.
+func newRetryer() aws.Retryer {
+	return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+		o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
+			so.MaxAttempts = maxAttempts
+			so.MaxBackoff = maxBackoff
+			so.RateLimiter = ratelimit.None
+		})
+	})
+}
+
+// RetryThrottlingOnly is a per-call option for requests EC2 cannot deduplicate (CreateSnapshot,
+// CopySnapshot): the SDK retries only throttling, which EC2 answers before doing anything, and
+// leaves every ambiguous failure to the caller, who must look the resource up before trying again.
+func RetryThrottlingOnly(o *ec2.Options) {
+	o.Retryer = throttlingOnly{o.Retryer}
+}
+
+type throttlingOnly struct{ aws.Retryer }
+
+func (r throttlingOnly) IsErrorRetryable(err error) bool {
+	return IsThrottle(err) && r.Retryer.IsErrorRetryable(err)
+}
+
+func (r throttlingOnly) GetAttemptToken(ctx context.Context) (func(error) error, error) {
+	if v2, ok := r.Retryer.(aws.RetryerV2); ok {
+		return v2.GetAttemptToken(ctx)
+	}
+	return r.Retryer.GetInitialToken(), nil
+}

@@ -1,0 +1,92 @@
+package plugin
+
+import (
+	"context"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/features"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+)
+
+// SnapshotProgressAction is the BackupItemAction v2 velero-async.io/aws-snapshot-progress. For
+// every EBS PV that Velero will snapshot natively it opens an operation; Velero then keeps the
+// backup in WaitingForPluginOperations until the snapshot and its copy are usable.
+type SnapshotProgressAction struct {
+	tracker *ebs.Tracker
+	clock   clock.Clock
+	log     logrus.FieldLogger
+}
+
+// NewSnapshotProgressAction returns the action, following snapshots through tracker.
+func NewSnapshotProgressAction(tracker *ebs.Tracker, clk clock.Clock, log logrus.FieldLogger) *SnapshotProgressAction {
+	return &SnapshotProgressAction{tracker: tracker, clock: clk, log: log}
+}
+
+// Name is unused: Velero names the action by its registration.
+func (a *SnapshotProgressAction) Name() string { return ebs.BackupItemActionName }
+
+// AppliesTo selects PersistentVolumes.
+func (a *SnapshotProgressAction) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"persistentvolumes"}}, nil
+}
+
+// Execute returns the PV unchanged and, for an EBS volume Velero will snapshot natively, the ID
+// of an operation tracking that snapshot.
+func (a *SnapshotProgressAction) Execute(item runtime.Unstructured, backup *velerov1.Backup) (runtime.Unstructured, []velero.ResourceIdentifier, string, []velero.ResourceIdentifier, error) {
+	op, why := a.operation(item, backup)
+	if why != "" {
+		a.log.Debugf("No snapshot operation: %s", why)
+		return item, nil, "", nil, nil
+	}
+	a.log.Infof("Tracking the snapshot of volume %s in %s as operation %s", op.VolumeID, op.Region, op)
+	return item, nil, op.String(), nil, nil
+}
+
+// operation returns the PV's snapshot operation, or why there is none.
+func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *velerov1.Backup) (ebs.Operation, string) {
+	switch backup.Status.Phase {
+	case velerov1.BackupPhaseFinalizing, velerov1.BackupPhaseFinalizingPartiallyFailed:
+		return ebs.Operation{}, "the backup is finalizing"
+	}
+	if backup.Spec.SnapshotVolumes != nil && !*backup.Spec.SnapshotVolumes {
+		return ebs.Operation{}, "the backup does not snapshot volumes"
+	}
+	vol, ok, err := pv.Parse(item)
+	switch {
+	case err != nil:
+		a.log.WithError(err).Warn("Not tracking a snapshot for a malformed EBS persistent volume")
+		return ebs.Operation{}, err.Error()
+	case !ok:
+		return ebs.Operation{}, "not an EBS volume"
+	case vol.CSI && features.IsEnabled(velerov1.CSIFeatureFlag):
+		return ebs.Operation{}, "CSI volumes go through Velero's CSI path"
+	}
+	region := vol.Region
+	for _, env := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if region == "" {
+			region = os.Getenv(env)
+		}
+	}
+	if region == "" {
+		a.log.Warnf("Persistent volume %s names no zone or region, and AWS_REGION is unset: its snapshot will not be tracked", vol.Name)
+		return ebs.Operation{}, "no region"
+	}
+	return ebs.Operation{Region: region, VolumeID: vol.VolumeID, Issued: a.clock.Now()}, ""
+}
+
+// Progress reports the snapshot and its copy.
+func (a *SnapshotProgressAction) Progress(operationID string, backup *velerov1.Backup) (velero.OperationProgress, error) {
+	return a.tracker.Progress(context.Background(), operationID, backup)
+}
+
+// Cancel deletes the operation's copy if it is still pending.
+func (a *SnapshotProgressAction) Cancel(operationID string, backup *velerov1.Backup) error {
+	return a.tracker.Cancel(context.Background(), operationID, backup)
+}

@@ -1,0 +1,73 @@
+package plugin
+
+import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+)
+
+// VolumeSnapshotter is the VolumeSnapshotLocation provider velero-async.io/aws.
+type VolumeSnapshotter struct {
+	clients *ec2api.Factory
+	log     logrus.FieldLogger
+	s       *ebs.Snapshotter
+}
+
+// NewVolumeSnapshotter returns a VolumeSnapshotter whose EC2 clients come from clients.
+func NewVolumeSnapshotter(clients *ec2api.Factory, log logrus.FieldLogger) *VolumeSnapshotter {
+	return &VolumeSnapshotter{clients: clients, log: log}
+}
+
+// Init validates the location's config.
+func (v *VolumeSnapshotter) Init(config map[string]string) error {
+	cfg, err := ebs.ParseConfig(config)
+	if err != nil {
+		return err
+	}
+	v.s = ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), ebs.WithLogger(v.log))
+	return v.s.ValidateRestoreZone(context.Background())
+}
+
+// CreateVolumeFromSnapshot creates a volume from the snapshot, or from its copy in this region.
+func (v *VolumeSnapshotter) CreateVolumeFromSnapshot(snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
+	return v.s.CreateVolumeFromSnapshot(context.Background(), snapshotID, volumeType, volumeAZ, iops)
+}
+
+// GetVolumeID returns the EBS volume ID of an EBS-backed PV, and "" for any other PV.
+func (v *VolumeSnapshotter) GetVolumeID(item runtime.Unstructured) (string, error) {
+	vol, ok, err := pv.Parse(item)
+	if err != nil || !ok {
+		return "", err
+	}
+	return vol.VolumeID, nil
+}
+
+// SetVolumeID points the PV at a restored volume, moving its zone and region metadata along
+// when the volume is in another AZ or region.
+func (v *VolumeSnapshotter) SetVolumeID(item runtime.Unstructured, volumeID string) (runtime.Unstructured, error) {
+	az, err := v.s.VolumeZone(context.Background(), volumeID)
+	if err != nil {
+		return nil, err
+	}
+	return pv.SetVolume(item, volumeID, az)
+}
+
+// GetVolumeInfo returns the volume's type and, for io1 and io2, its IOPS.
+func (v *VolumeSnapshotter) GetVolumeInfo(volumeID, volumeAZ string) (string, *int64, error) {
+	return v.s.GetVolumeInfo(context.Background(), volumeID)
+}
+
+// CreateSnapshot starts a snapshot and returns its ID without waiting for it to complete.
+func (v *VolumeSnapshotter) CreateSnapshot(volumeID, volumeAZ string, tags map[string]string) (string, error) {
+	return v.s.CreateSnapshot(context.Background(), volumeID, tags)
+}
+
+// DeleteSnapshot deletes the snapshot and every copy of it.
+func (v *VolumeSnapshotter) DeleteSnapshot(snapshotID string) error {
+	return v.s.DeleteSnapshot(context.Background(), snapshotID)
+}
