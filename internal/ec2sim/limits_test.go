@@ -100,8 +100,8 @@ func TestThrottlingBurst(t *testing.T) {
 			if err := tt.call(f.client("eu-west-1"), vol, 0); errCode(err) == "RequestLimitExceeded" {
 				t.Errorf("eu-west-1 throttled by us-east-1's traffic")
 			}
-			if n := f.srv.Sim.Stats().Total("", "RequestLimitExceeded"); n != 0 {
-				t.Errorf("Total with empty action = %d", n)
+			if n := f.srv.Sim.Stats().Total("", "RequestLimitExceeded"); n != 5*tt.size-4 {
+				t.Errorf("RequestLimitExceeded counted %d times, want %d", n, 5*tt.size-4)
 			}
 		})
 	}

@@ -15,13 +15,19 @@ type Stats struct {
 	Volumes map[string]map[string]int `json:"volumes"`
 }
 
-// Total sums Calls for action over all regions; outcome "" sums every outcome.
+// Total sums Calls for action over all regions; outcome "" sums every outcome, action "" every
+// action.
 func (st Stats) Total(action, outcome string) int {
 	n := 0
-	for _, actions := range st.Calls {
-		for o, c := range actions[action] {
-			if outcome == "" || o == outcome {
-				n += c
+	for _, byAction := range st.Calls {
+		for a, byOutcome := range byAction {
+			if action != "" && a != action {
+				continue
+			}
+			for o, c := range byOutcome {
+				if outcome == "" || o == outcome {
+					n += c
+				}
 			}
 		}
 	}
