@@ -1,0 +1,85 @@
+package plugin_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/clientmgmt"
+	"github.com/vmware-tanzu/velero/pkg/plugin/clientmgmt/process"
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework/common"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+)
+
+// TestPluginBinaryServesBothPlugins builds the plugin binary and drives it through Velero's own
+// plugin client, as the Velero server does: discovery over a plugin directory, then each plugin
+// by name over gRPC.
+func TestPluginBinaryServesBothPlugins(t *testing.T) {
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "velero-plugin-for-aws-async"), "..")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("building the plugin: %v", err)
+	}
+	log := logrus.New()
+	registry := process.NewRegistry(dir, log, logrus.InfoLevel)
+	if err := registry.DiscoverPlugins(); err != nil {
+		t.Fatalf("discovering plugins: %v", err)
+	}
+	if _, err := registry.Get(common.PluginKindVolumeSnapshotter, ebs.VolumeSnapshotterName); err != nil {
+		t.Errorf("volume snapshotter not registered: %v", err)
+	}
+	if _, err := registry.Get(common.PluginKindBackupItemActionV2, ebs.BackupItemActionName); err != nil {
+		t.Errorf("backup item action v2 not registered: %v", err)
+	}
+	m := clientmgmt.NewManager(log, logrus.InfoLevel, registry)
+	defer m.CleanupClients()
+
+	vs, err := m.GetVolumeSnapshotter(ebs.VolumeSnapshotterName)
+	if err != nil {
+		t.Fatalf("getting the volume snapshotter: %v", err)
+	}
+	err = vs.Init(map[string]string{"region": "us-east-1", "copyToRegoin": "us-west-2"})
+	if err == nil || !strings.Contains(err.Error(), `"copyToRegoin"`) {
+		t.Errorf("Init with a misspelt key: got %v, want an error naming the key", err)
+	}
+	if vs, err = m.GetVolumeSnapshotter(ebs.VolumeSnapshotterName); err != nil {
+		t.Fatalf("getting the volume snapshotter again: %v", err)
+	}
+	if err := vs.Init(map[string]string{"region": "us-east-1", "copyToRegion": "us-west-2"}); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	pv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "PersistentVolume",
+		"metadata": map[string]any{"name": "pv-1", "labels": map[string]any{"topology.kubernetes.io/zone": "us-east-1b"}},
+		"spec":     map[string]any{"awsElasticBlockStore": map[string]any{"volumeID": "aws://us-east-1b/vol-0123456789abcdef0"}},
+	}}
+	id, err := vs.GetVolumeID(pv)
+	if err != nil || id != "vol-0123456789abcdef0" {
+		t.Errorf("GetVolumeID = %q, %v", id, err)
+	}
+
+	bia, err := m.GetBackupItemActionV2(ebs.BackupItemActionName)
+	if err != nil {
+		t.Fatalf("getting the backup item action: %v", err)
+	}
+	backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "velero"}}
+	_, _, opID, _, err := bia.Execute(pv, backup)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	op, err := ebs.ParseOperationID(opID)
+	if err != nil || op.Region != "us-east-1" || op.VolumeID != "vol-0123456789abcdef0" {
+		t.Errorf("Execute returned operation %q (%+v, %v), want one for vol-0123456789abcdef0 in us-east-1", opID, op, err)
+	}
+	if _, err := bia.Progress("not-an-operation", backup); err == nil || !strings.Contains(err.Error(), "not-an-operation") {
+		t.Errorf("Progress of a malformed operation ID: got %v, want an error naming it", err)
+	}
+}
