@@ -56,23 +56,30 @@ func (s *Simulator) createSnapshot(r *region, q *request) ([]byte, *apiError) {
 	return w.finish(q.action), nil
 }
 
+// writeSnapshotFields writes a snapshot's elements: the ones that change with time, then the
+// rest from a cache that tag changes clear.
 func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time) {
-	w.elem("snapshotId", sn.id)
-	w.elem("volumeId", sn.reportedVolumeID())
 	w.elem("status", sn.state(now))
 	w.elemNonEmpty("statusMessage", sn.statusMessage(now))
-	w.time("startTime", sn.start)
 	w.elem("progress", sn.progress(now))
-	w.elem("ownerId", accountID)
-	w.int("volumeSize", sn.sizeGiB)
-	w.elem("description", sn.description)
-	w.bool("encrypted", sn.encrypted)
-	w.elemNonEmpty("kmsKeyId", sn.kmsKeyID)
-	w.elem("storageTier", "standard")
-	if sn.completionMinutes > 0 {
-		w.int("completionDurationMinutes", sn.completionMinutes)
+	if sn.xml == nil {
+		var c xmlWriter
+		c.elem("snapshotId", sn.id)
+		c.elem("volumeId", sn.reportedVolumeID())
+		c.time("startTime", sn.start)
+		c.elem("ownerId", accountID)
+		c.int("volumeSize", sn.sizeGiB)
+		c.elem("description", sn.description)
+		c.bool("encrypted", sn.encrypted)
+		c.elemNonEmpty("kmsKeyId", sn.kmsKeyID)
+		c.elem("storageTier", "standard")
+		if sn.completionMinutes > 0 {
+			c.int("completionDurationMinutes", sn.completionMinutes)
+		}
+		c.tagSet(sn.tags)
+		sn.xml = c.Bytes()
 	}
-	w.tagSet(sn.tags)
+	w.Write(sn.xml)
 }
 
 func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError) {
@@ -108,7 +115,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 	w := newResponse(q.action, q.requestID)
 	w.open("snapshotSet")
 	n := 0
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(ids))
 	for _, sn := range candidates {
 		if sn.seq < start || q.now.Before(sn.visibleAt) || !ownedBySelf || seen[sn.id] {
 			continue
@@ -129,7 +136,9 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 			w.elem("nextToken", nextToken(sn.seq))
 			return w.finish(q.action), nil
 		}
-		seen[sn.id] = true
+		if len(ids) > 0 {
+			seen[sn.id] = true
+		}
 		n++
 		w.open("item")
 		writeSnapshotFields(w, sn, q.now)

@@ -19,6 +19,7 @@ type snapshot struct {
 	failMessage               string // non-empty: ends in "error" with this statusMessage
 	deletePending             bool
 	completionMinutes         int32
+	xml                       []byte // cached unchanging XML elements; nil after a tag change
 }
 
 // volume is a volume; like a snapshot its state follows from the clock.

@@ -213,12 +213,25 @@ func (w *xmlWriter) finish(action string) []byte {
 	return w.Bytes()
 }
 
-func (w *xmlWriter) open(name string)  { w.WriteString("<" + name + ">") }
-func (w *xmlWriter) close(name string) { w.WriteString("</" + name + ">") }
+func (w *xmlWriter) open(name string) {
+	w.WriteByte('<')
+	w.WriteString(name)
+	w.WriteByte('>')
+}
+
+func (w *xmlWriter) close(name string) {
+	w.WriteString("</")
+	w.WriteString(name)
+	w.WriteByte('>')
+}
 
 func (w *xmlWriter) elem(name, value string) {
 	w.open(name)
-	_ = xml.EscapeText(w, []byte(value))
+	if needsEscape(value) {
+		_ = xml.EscapeText(w, []byte(value))
+	} else {
+		w.WriteString(value)
+	}
 	w.close(name)
 }
 
@@ -249,6 +262,16 @@ func (w *xmlWriter) tagSet(tags map[string]string) {
 		w.close("item")
 	}
 	w.close("tagSet")
+}
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '<', '>', '&', '\'', '"', '\r', '\n', '\t':
+			return true
+		}
+	}
+	return false
 }
 
 // errorDocument is EC2's error body.

@@ -101,6 +101,7 @@ func (r *region) setSnapshotTag(sn *snapshot, k, v string) {
 		r.unindex(sn, k, old)
 	}
 	sn.tags[k] = v
+	sn.xml = nil
 	r.index(sn, k, v)
 }
 
@@ -109,6 +110,7 @@ func (r *region) deleteSnapshotTag(sn *snapshot, k string) {
 	if old, ok := sn.tags[k]; ok {
 		r.unindex(sn, k, old)
 		delete(sn.tags, k)
+		sn.xml = nil
 	}
 }
 
