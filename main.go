@@ -28,6 +28,10 @@ func main() {
 			tracker := ebs.NewTracker(clients.ForCredentials(ec2api.Credentials{}), ebs.WithLogger(log))
 			return plugin.NewSnapshotProgressAction(tracker, clock.RealClock{}, log), nil
 		}).
+		RegisterRestoreItemActionV2(ebs.RestoreItemActionName, func(log logrus.FieldLogger) (any, error) {
+			watcher := ebs.NewVolumeWatcher(clients.ForCredentials(ec2api.Credentials{}), ebs.WithLogger(log))
+			return plugin.NewVolumeRestoreAction(watcher, clock.RealClock{}, log), nil
+		}).
 		Serve()
 }
 

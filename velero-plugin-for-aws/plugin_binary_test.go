@@ -18,10 +18,10 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 )
 
-// TestPluginBinaryServesBothPlugins builds the plugin binary and drives it through Velero's own
-// plugin client, as the Velero server does: discovery over a plugin directory, then each plugin
+// TestPluginBinaryServesItsPlugins builds the plugin binary and drives it through Velero's own
+// plugin client, as the Velero server does: discovery over a plugin directory, then the plugins
 // by name over gRPC.
-func TestPluginBinaryServesBothPlugins(t *testing.T) {
+func TestPluginBinaryServesItsPlugins(t *testing.T) {
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "velero-plugin-for-aws-async"), "..")
 	build.Stderr = os.Stderr
@@ -38,6 +38,9 @@ func TestPluginBinaryServesBothPlugins(t *testing.T) {
 	}
 	if _, err := registry.Get(common.PluginKindBackupItemActionV2, ebs.BackupItemActionName); err != nil {
 		t.Errorf("backup item action v2 not registered: %v", err)
+	}
+	if _, err := registry.Get(common.PluginKindRestoreItemActionV2, ebs.RestoreItemActionName); err != nil {
+		t.Errorf("restore item action v2 not registered: %v", err)
 	}
 	m := clientmgmt.NewManager(log, logrus.InfoLevel, registry)
 	defer m.CleanupClients()

@@ -9,11 +9,13 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
 
-// Operation IDs read "ebs:v1:<region>:<volume ID>:<unix seconds issued>". They carry everything
+// Operation IDs read "<kind>:v1:<region>:<volume ID>:<unix seconds issued>", where the kind is
+// "ebs" for a snapshot and its copy, "ebs-volume" for a restored volume. They carry everything
 // Progress needs, so they survive plugin and Velero restarts.
 const (
-	opIDPrefix  = "ebs"
-	opIDVersion = "v1"
+	opIDPrefix       = "ebs"
+	volumeOpIDPrefix = "ebs-volume"
+	opIDVersion      = "v1"
 )
 
 // Operation is one volume's snapshot (and copy) as tracked by the BackupItemAction.
@@ -24,15 +26,31 @@ type Operation struct {
 }
 
 // String returns the operation ID.
-func (o Operation) String() string {
-	return strings.Join([]string{opIDPrefix, opIDVersion, o.Region, o.VolumeID, strconv.FormatInt(o.Issued.Unix(), 10)}, ":")
+func (o Operation) String() string { return o.format(opIDPrefix) }
+
+// VolumeOperation is a restored volume, tracked by the RestoreItemAction until it is usable.
+type VolumeOperation struct{ Operation }
+
+// String returns the operation ID.
+func (o VolumeOperation) String() string { return o.format(volumeOpIDPrefix) }
+
+func (o Operation) format(prefix string) string {
+	return strings.Join([]string{prefix, opIDVersion, o.Region, o.VolumeID, strconv.FormatInt(o.Issued.Unix(), 10)}, ":")
 }
 
 // ParseOperationID reads an operation ID made by Operation.String.
-func ParseOperationID(id string) (Operation, error) {
+func ParseOperationID(id string) (Operation, error) { return parseOperationID(id, opIDPrefix) }
+
+// ParseVolumeOperationID reads an operation ID made by VolumeOperation.String.
+func ParseVolumeOperationID(id string) (VolumeOperation, error) {
+	op, err := parseOperationID(id, volumeOpIDPrefix)
+	return VolumeOperation{op}, err
+}
+
+func parseOperationID(id, prefix string) (Operation, error) {
 	parts := strings.Split(id, ":")
-	if len(parts) != 5 || parts[0] != opIDPrefix {
-		return Operation{}, fmt.Errorf("operation ID %q is not one of this plugin's (want %s:%s:REGION:VOLUME:TIME)", id, opIDPrefix, opIDVersion)
+	if len(parts) != 5 || parts[0] != prefix {
+		return Operation{}, fmt.Errorf("operation ID %q is not one of this plugin's (want %s:%s:REGION:VOLUME:TIME)", id, prefix, opIDVersion)
 	}
 	if parts[1] != opIDVersion {
 		return Operation{}, fmt.Errorf("operation ID %q has format version %q; this plugin reads %q", id, parts[1], opIDVersion)

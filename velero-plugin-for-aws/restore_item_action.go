@@ -1,0 +1,76 @@
+package plugin
+
+import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	"k8s.io/utils/clock"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+)
+
+// VolumeRestoreAction is the RestoreItemAction v2 velero-async.io/aws-volume-restore. For every
+// PV that Velero restored from a snapshot it opens an operation, so the restore is not Completed
+// before the new volume is usable.
+type VolumeRestoreAction struct {
+	watcher *ebs.VolumeWatcher
+	clock   clock.Clock
+	log     logrus.FieldLogger
+}
+
+// NewVolumeRestoreAction returns the action, following volumes through watcher.
+func NewVolumeRestoreAction(watcher *ebs.VolumeWatcher, clk clock.Clock, log logrus.FieldLogger) *VolumeRestoreAction {
+	return &VolumeRestoreAction{watcher: watcher, clock: clk, log: log}
+}
+
+// Name is unused: Velero names the action by its registration.
+func (a *VolumeRestoreAction) Name() string { return ebs.RestoreItemActionName }
+
+// AppliesTo selects PersistentVolumes.
+func (a *VolumeRestoreAction) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"persistentvolumes"}}, nil
+}
+
+// Execute returns the PV unchanged and, when Velero pointed it at a new EBS volume, the ID of an
+// operation that waits for that volume.
+func (a *VolumeRestoreAction) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	out := velero.NewRestoreItemActionExecuteOutput(input.Item)
+	restored, ok, err := pv.Parse(input.Item)
+	if err != nil || !ok {
+		return out, nil
+	}
+	if input.ItemFromBackup != nil {
+		if backedUp, _, _ := pv.Parse(input.ItemFromBackup); backedUp.VolumeID == restored.VolumeID {
+			return out, nil
+		}
+	}
+	region := restored.Region
+	if region == "" {
+		region, _ = pv.RegionOfZone(restored.AvailabilityZone)
+	}
+	if region == "" {
+		a.log.Warnf("Restored persistent volume %s names no zone or region: not waiting for volume %s", restored.Name, restored.VolumeID)
+		return out, nil
+	}
+	op := ebs.VolumeOperation{Operation: ebs.Operation{Region: region, VolumeID: restored.VolumeID, Issued: a.clock.Now()}}
+	out.OperationID = op.String()
+	return out, nil
+}
+
+// Progress reports the restored volume.
+func (a *VolumeRestoreAction) Progress(operationID string, restore *velerov1.Restore) (velero.OperationProgress, error) {
+	return a.watcher.Progress(context.Background(), operationID, restore.Spec.BackupName)
+}
+
+// Cancel does nothing: a restored volume belongs to the cluster now.
+func (a *VolumeRestoreAction) Cancel(operationID string, restore *velerov1.Restore) error {
+	return nil
+}
+
+// AreAdditionalItemsReady is true: the action adds no items.
+func (a *VolumeRestoreAction) AreAdditionalItemsReady(additionalItems []velero.ResourceIdentifier, restore *velerov1.Restore) (bool, error) {
+	return true, nil
+}
