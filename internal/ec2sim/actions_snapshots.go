@@ -37,7 +37,7 @@ func (s *Simulator) createSnapshot(r *region, q *request) ([]byte, *apiError) {
 	if v.typ == "st1" || v.typ == "sc1" {
 		limit = maxPendingPerHDD
 	}
-	if r.pendingOf(volID, q.now) >= limit {
+	if r.activeOf(volID, q.now) >= limit {
 		return nil, clientError("ConcurrentSnapshotLimitExceeded",
 			"Maximum number of active snapshots for volume %s has been reached.", volID)
 	}

@@ -209,6 +209,14 @@ func TestAllowedActions(t *testing.T) {
 			_, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
 			return err
 		}, "", 0},
+		{"dry run allowed", func() error {
+			_, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol), DryRun: aws.Bool(true)})
+			return err
+		}, "DryRunOperation", 412},
+		{"dry run not allowed", func() error {
+			_, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String("snap-12345678"), DryRun: aws.Bool(true)})
+			return err
+		}, "UnauthorizedOperation", 403},
 		{"not allowed", func() error { _, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{}); return err }, "UnauthorizedOperation", 403},
 		{"unsupported action", func() error { _, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{}); return err }, "InvalidAction", 400},
 	}

@@ -133,11 +133,13 @@ func (r *region) reap(now time.Time) {
 // pendingCopies is the number of copies in flight into r. Callers reap first.
 func (r *region) pendingCopies() int { return len(r.copies) }
 
-// pendingOf is the number of pending snapshots of a volume.
-func (r *region) pendingOf(volumeID string, now time.Time) int {
+// activeOf is the number of snapshots of a volume that count against its concurrent snapshot
+// limit: pending ones, including those deleted while pending, and, as AWS documents, those in
+// state "error" until they are deleted.
+func (r *region) activeOf(volumeID string, now time.Time) int {
 	n := 0
 	for _, sn := range r.byVolume[volumeID] {
-		if sn.state(now) == statePending {
+		if sn.state(now) != stateCompleted {
 			n++
 		}
 	}

@@ -96,6 +96,9 @@ func (s *Simulator) run(r *region, q *request) ([]byte, *apiError) {
 		return nil, errThrottled
 	case s.serverError():
 		return nil, errInternal
+	case q.bool("DryRun"):
+		return nil, &apiError{status: http.StatusPreconditionFailed, code: "DryRunOperation",
+			message: "Request would have succeeded, but DryRun flag is set."}
 	}
 	return fn(s, r, q)
 }

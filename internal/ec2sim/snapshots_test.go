@@ -282,3 +282,39 @@ func TestDeleteSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentLimitCounts: snapshots deleted while pending and snapshots in state "error" count
+// against a volume's concurrent snapshot limit, as AWS documents.
+func TestConcurrentLimitCounts(t *testing.T) {
+	f := start(t, Config{SnapshotDuration: Fixed(30 * time.Second), Faults: Faults{ErrorVolumes: []string{"vol-0000000000000bad0"}}})
+	c := f.client("us-east-1")
+	create := func(vol string) error {
+		_, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
+		return err
+	}
+	del := func(id string) {
+		if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := f.volume("us-east-1", VolumeSpec{Type: "st1"})
+	bad := f.volume("us-east-1", VolumeSpec{ID: "vol-0000000000000bad0", Type: "sc1"})
+	del(f.snapshot("us-east-1", good, nil))
+	failed := f.snapshot("us-east-1", bad, nil)
+
+	f.clock.Advance(15 * time.Second)
+	if err := create(good); errCode(err) != "ConcurrentSnapshotLimitExceeded" {
+		t.Errorf("with a snapshot deleted while pending: %v", err)
+	}
+	f.clock.Advance(15 * time.Second) // the deleted one completes and goes; the other fails
+	if err := create(good); err != nil {
+		t.Errorf("after the deleted snapshot completed: %v", err)
+	}
+	if err := create(bad); errCode(err) != "ConcurrentSnapshotLimitExceeded" {
+		t.Errorf("with a snapshot in state error: %v", err)
+	}
+	del(failed)
+	if err := create(bad); err != nil {
+		t.Errorf("after deleting the failed snapshot: %v", err)
+	}
+}
