@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"net/url"
+	"slices"
 	"sort"
 	"time"
 )
@@ -88,6 +89,11 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 		return nil, err
 	}
 	filters := q.filters()
+	for _, f := range filters { // reject unknown filters even when nothing would be compared
+		if _, err := snapshotMatches(&snapshot{}, f, q.now); err != nil {
+			return nil, err
+		}
+	}
 	ids := q.list("SnapshotId")
 	var candidates []*snapshot
 	if len(ids) > 0 {
@@ -120,15 +126,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 		if sn.seq < start || q.now.Before(sn.visibleAt) || !ownedBySelf || seen[sn.id] {
 			continue
 		}
-		ok := true
-		for _, f := range filters {
-			m, err := snapshotMatches(sn, f, q.now)
-			if err != nil {
-				return nil, err
-			}
-			ok = ok && m
-		}
-		if !ok {
+		if !snapshotMatchesAll(sn, filters, q.now) {
 			continue
 		}
 		if size > 0 && n == size {
@@ -171,7 +169,7 @@ func (r *region) snapshotCandidates(filters []filter) []*snapshot {
 					set[v] = sn
 				}
 			}
-		case f.name == "volume-id" && !contains(f.values, copyVolumeID):
+		case f.name == "volume-id" && !slices.Contains(f.values, copyVolumeID):
 			for _, v := range f.values {
 				for id, sn := range r.byVolume[v] {
 					set[id] = sn
@@ -193,15 +191,6 @@ func (r *region) snapshotCandidates(filters []filter) []*snapshot {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {

@@ -55,6 +55,11 @@ func (s *Simulator) describeVolumes(r *region, q *request) ([]byte, *apiError) {
 		return nil, err
 	}
 	filters := q.filters()
+	for _, f := range filters { // reject unknown filters even when nothing would be compared
+		if _, err := volumeMatches(&volume{}, f, q.now); err != nil {
+			return nil, err
+		}
+	}
 	candidates := r.volOrder
 	if ids := q.list("VolumeId"); len(ids) > 0 {
 		candidates = nil
@@ -78,15 +83,7 @@ func (s *Simulator) describeVolumes(r *region, q *request) ([]byte, *apiError) {
 		if v.seq < start || q.now.Before(v.visibleAt) {
 			continue
 		}
-		ok := true
-		for _, f := range filters {
-			m, err := volumeMatches(v, f, q.now)
-			if err != nil {
-				return nil, err
-			}
-			ok = ok && m
-		}
-		if !ok {
+		if !volumeMatchesAll(v, filters, q.now) {
 			continue
 		}
 		if size > 0 && n == size {

@@ -172,3 +172,23 @@ func lowerFirst(s string) string {
 	}
 	return strings.ToLower(s[:1]) + s[1:]
 }
+
+// snapshotMatchesAll applies every (already validated) filter to a snapshot.
+func snapshotMatchesAll(sn *snapshot, filters []filter, now time.Time) bool {
+	for _, f := range filters {
+		if m, _ := snapshotMatches(sn, f, now); !m {
+			return false
+		}
+	}
+	return true
+}
+
+// volumeMatchesAll applies every (already validated) filter to a volume.
+func volumeMatchesAll(v *volume, filters []filter, now time.Time) bool {
+	for _, f := range filters {
+		if m, _ := volumeMatches(v, f, now); !m {
+			return false
+		}
+	}
+	return true
+}

@@ -62,21 +62,26 @@ type region struct {
 
 // Snapshot is a snapshot or a copy as the simulator holds it.
 type Snapshot struct {
-	ID               string            `json:"id"`
-	Region           string            `json:"region"`
-	VolumeID         string            `json:"volumeId"`
-	State            string            `json:"state"`
-	Progress         string            `json:"progress"`
-	StatusMessage    string            `json:"statusMessage,omitempty"`
-	Description      string            `json:"description,omitempty"`
-	StartTime        time.Time         `json:"startTime"`
-	SizeGiB          int32             `json:"sizeGiB"`
-	Encrypted        bool              `json:"encrypted"`
-	KmsKeyID         string            `json:"kmsKeyId,omitempty"`
-	Tags             map[string]string `json:"tags,omitempty"`
-	SourceSnapshotID string            `json:"sourceSnapshotId,omitempty"`
-	SourceRegion     string            `json:"sourceRegion,omitempty"`
-	DeletePending    bool              `json:"deletePending,omitempty"`
+	ID     string `json:"id"`
+	Region string `json:"region"`
+	// VolumeID is the origin volume, also for copies (which EC2 itself reports as vol-ffffffff).
+	VolumeID string `json:"volumeId"`
+	// State is "pending", "completed" or "error".
+	State string `json:"state"`
+	// Progress runs from "0%" to "100%".
+	Progress      string            `json:"progress"`
+	StatusMessage string            `json:"statusMessage,omitempty"`
+	Description   string            `json:"description,omitempty"`
+	StartTime     time.Time         `json:"startTime"`
+	SizeGiB       int32             `json:"sizeGiB"`
+	Encrypted     bool              `json:"encrypted"`
+	KmsKeyID      string            `json:"kmsKeyId,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	// SourceSnapshotID and SourceRegion are set on copies only.
+	SourceSnapshotID string `json:"sourceSnapshotId,omitempty"`
+	SourceRegion     string `json:"sourceRegion,omitempty"`
+	// DeletePending is set when a pending snapshot was deleted; it goes when it would complete.
+	DeletePending bool `json:"deletePending,omitempty"`
 }
 
 // Volume is a volume as the simulator holds it.
@@ -84,7 +89,7 @@ type Volume struct {
 	ID               string            `json:"id"`
 	Region           string            `json:"region"`
 	AvailabilityZone string            `json:"availabilityZone"`
-	State            string            `json:"state"`
+	State            string            `json:"state"` // "creating" or "available"
 	Type             string            `json:"type"`
 	SnapshotID       string            `json:"snapshotId,omitempty"`
 	SizeGiB          int32             `json:"sizeGiB"`

@@ -241,3 +241,22 @@ func TestDescribeAvailabilityZones(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFilterInEmptyRegion: filter names are checked even when nothing would be compared.
+func TestUnknownFilterInEmptyRegion(t *testing.T) {
+	f := start(t, Config{})
+	c := f.client("sa-east-1")
+	bad := []types.Filter{{Name: aws.String("no-such-filter"), Values: []string{"x"}}}
+	_, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{Filters: bad})
+	if errCode(err) != "InvalidParameterValue" {
+		t.Errorf("DescribeSnapshots: %v", err)
+	}
+	_, err = c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{Filters: bad})
+	if errCode(err) != "InvalidParameterValue" {
+		t.Errorf("DescribeVolumes: %v", err)
+	}
+	_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: bad})
+	if errCode(err) != "InvalidParameterValue" {
+		t.Errorf("DescribeAvailabilityZones: %v", err)
+	}
+}
