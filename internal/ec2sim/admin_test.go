@@ -116,8 +116,21 @@ func TestLoadConfigAndEnvEndpoint(t *testing.T) {
 		cfg.ThrottleScale != 0.5 || cfg.CopyLimit != 3 || cfg.Seed != 42 || cfg.Regions["us-east-2"].Volumes[0].SizeGiB != 9 {
 		t.Fatalf("LoadConfig = %+v", cfg)
 	}
-	if _, err := LoadConfig(filepath.Join(dir, "missing.json")); err == nil {
-		t.Error("LoadConfig of a missing file succeeded")
+	for name, content := range map[string]string{
+		"missing.json": "",
+		"number.json":  `{"snapshotDuration": {"min": 5}}`,
+		"bad.json":     `{"copyDuration": {"min": "five seconds"}}`,
+		"broken.json":  `{`,
+	} {
+		p := filepath.Join(dir, name)
+		if content != "" {
+			if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := LoadConfig(p); err == nil {
+			t.Errorf("LoadConfig(%s) succeeded", name)
+		}
 	}
 	srv, err := Start(cfg)
 	if err != nil {

@@ -13,16 +13,11 @@ type Duration struct{ time.Duration }
 // MarshalJSON writes the duration as a string like "5s".
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// UnmarshalJSON accepts a duration string like "5s" or a number of nanoseconds.
+// UnmarshalJSON reads a duration string like "5s".
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		var n int64
-		if err2 := json.Unmarshal(b, &n); err2 != nil {
-			return fmt.Errorf("duration must be a string like \"5s\": %w", err)
-		}
-		d.Duration = time.Duration(n)
-		return nil
+		return fmt.Errorf("duration must be a string like \"5s\": %w", err)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {

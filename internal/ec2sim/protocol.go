@@ -20,8 +20,6 @@ type apiError struct {
 	code, message string
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
 func clientError(code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: code, message: fmt.Sprintf(format, args...)}
 }
