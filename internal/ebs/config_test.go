@@ -1,0 +1,80 @@
+package ebs
+
+import (
+	"testing"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+func TestParseConfig(t *testing.T) {
+	full := map[string]string{
+		ConfigRegion:                        srcRegion,
+		ConfigProfile:                       "prod",
+		ConfigCredentialsFile:               "/creds/cloud",
+		ConfigEnableSharedConfig:            "true",
+		ConfigEBSKMSKeyID:                   "alias/ebs",
+		ConfigCopyToRegion:                  dstRegion,
+		ConfigCopyKMSKeyID:                  "alias/dr",
+		ConfigCopyCompletionDurationMinutes: "60",
+		ConfigRestoreAvailabilityZone:       "us-east-1b",
+	}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{ConfigRegion: srcRegion}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name    string
+		in      map[string]string
+		want    Config
+		wantErr []string // substrings; none means success
+	}{
+		{name: "every key", in: full, want: Config{
+			Region:                  srcRegion,
+			Credentials:             ec2api.Credentials{Profile: "prod", File: "/creds/cloud"},
+			EBSKMSKeyID:             "alias/ebs",
+			CopyToRegion:            dstRegion,
+			CopyKMSKeyID:            "alias/dr",
+			CopyCompletionMinutes:   60,
+			RestoreAvailabilityZone: "us-east-1b",
+		}},
+		{name: "region only", in: with(), want: Config{Region: srcRegion}},
+		{name: "copy without options", in: with(ConfigCopyToRegion, "eu-central-1"), want: Config{Region: srcRegion, CopyToRegion: "eu-central-1"}},
+		{name: "enableSharedConfig false", in: with(ConfigEnableSharedConfig, "false"), want: Config{Region: srcRegion}},
+		{name: "duration minimum", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "15"),
+			want: Config{Region: srcRegion, CopyToRegion: dstRegion, CopyCompletionMinutes: 15}},
+		{name: "duration maximum", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "2880"),
+			want: Config{Region: srcRegion, CopyToRegion: dstRegion, CopyCompletionMinutes: 2880}},
+
+		{name: "unknown key", in: with("bucket", "b"), wantErr: []string{`"bucket"`, "unknown"}},
+		{name: "unknown keys sorted", in: with("zeta", "1", "alpha", "2"), wantErr: []string{`"alpha", "zeta"`}},
+		{name: "key case matters", in: with("Region", srcRegion), wantErr: []string{`"Region"`}},
+		{name: "missing region", in: map[string]string{ConfigProfile: "p"}, wantErr: []string{`"region"`, "required"}},
+		{name: "empty region", in: map[string]string{ConfigRegion: ""}, wantErr: []string{`"region"`}},
+		{name: "bad region", in: map[string]string{ConfigRegion: "US-EAST-1"}, wantErr: []string{`"region"`, `"US-EAST-1"`}},
+		{name: "zone as region", in: map[string]string{ConfigRegion: "us-east-1a"}, wantErr: []string{`"us-east-1a"`}},
+		{name: "bad copyToRegion", in: with(ConfigCopyToRegion, "west"), wantErr: []string{`"copyToRegion"`, `"west"`}},
+		{name: "copyToRegion is region", in: with(ConfigCopyToRegion, srcRegion), wantErr: []string{`"copyToRegion"`, `"us-east-1"`, "own region"}},
+		{name: "copyKmsKeyId without copyToRegion", in: with(ConfigCopyKMSKeyID, "k"), wantErr: []string{`"copyKmsKeyId"`, `"copyToRegion"`}},
+		{name: "duration without copyToRegion", in: with(ConfigCopyCompletionDurationMinutes, "60"), wantErr: []string{`"copyCompletionDurationMinutes"`, `"copyToRegion"`}},
+		{name: "empty copyToRegion with copy option", in: with(ConfigCopyToRegion, "", ConfigCopyKMSKeyID, "k"), wantErr: []string{`"copyKmsKeyId"`}},
+		{name: "duration below minimum", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "0"), wantErr: []string{`"copyCompletionDurationMinutes"`, `"0"`}},
+		{name: "duration negative", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "-15"), wantErr: []string{`"-15"`}},
+		{name: "duration off step", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "20"), wantErr: []string{`"20"`, "steps of 15"}},
+		{name: "duration above maximum", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "2895"), wantErr: []string{`"2895"`}},
+		{name: "duration not a number", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "1h"), wantErr: []string{`"1h"`}},
+		{name: "duration empty", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, ""), wantErr: []string{`"copyCompletionDurationMinutes"`}},
+		{name: "enableSharedConfig bad bool", in: with(ConfigEnableSharedConfig, "yes please"), wantErr: []string{`"enableSharedConfig"`, `"yes please"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseConfig(tt.in)
+			wantErr(t, err, tt.wantErr...)
+			if err == nil && got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package ebs
+
+import (
+	"testing"
+	"time"
+)
+
+func TestOperationIDRoundTrip(t *testing.T) {
+	tests := []Operation{
+		{Region: srcRegion, VolumeID: volA, Issued: t0},
+		{Region: "ap-southeast-2", VolumeID: "vol-01234567", Issued: time.Unix(0, 0).UTC()},
+		{Region: "us-gov-west-1", VolumeID: volA, Issued: t0.Add(365 * 24 * time.Hour)},
+	}
+	for _, op := range tests {
+		t.Run(op.String(), func(t *testing.T) {
+			got, err := ParseOperationID(op.String())
+			wantErr(t, err)
+			if got != op {
+				t.Errorf("round trip of %s: got %+v, want %+v", op, got, op)
+			}
+		})
+	}
+	// Sub-second precision is not kept, and the time comes back in UTC.
+	local := time.Date(2026, 11, 30, 4, 0, 0, 999, time.FixedZone("X", 3600))
+	got, err := ParseOperationID(Operation{Region: srcRegion, VolumeID: volA, Issued: local}.String())
+	wantErr(t, err)
+	if !got.Issued.Equal(local.Truncate(time.Second)) || got.Issued.Location() != time.UTC {
+		t.Errorf("issued %v, want %v in UTC", got.Issued, local.Truncate(time.Second))
+	}
+}
+
+func TestParseOperationIDErrors(t *testing.T) {
+	tests := []struct {
+		name, id string
+		wantErr  []string
+	}{
+		{"empty", "", []string{`""`, "not one of this plugin's"}},
+		{"garbage", "hello", []string{`"hello"`}},
+		{"truncated", "ebs:v1:us-east-1:" + volA, []string{"not one of this plugin's"}},
+		{"extra field", "ebs:v1:us-east-1:" + volA + ":1:2", []string{"not one of this plugin's"}},
+		{"other plugin", "csi:v1:us-east-1:" + volA + ":1", []string{"not one of this plugin's"}},
+		{"other version", "ebs:v2:us-east-1:" + volA + ":1", []string{`"v2"`, `"v1"`}},
+		{"bad region", "ebs:v1:mars-1:" + volA + ":1", []string{`"mars-1"`, "region"}},
+		{"empty region", "ebs:v1::" + volA + ":1", []string{"region"}},
+		{"bad volume", "ebs:v1:us-east-1:vol-XYZ:1", []string{`"vol-XYZ"`, "volume"}},
+		{"snapshot as volume", "ebs:v1:us-east-1:snap-0123456789abcdef0:1", []string{"volume"}},
+		{"negative time", "ebs:v1:us-east-1:" + volA + ":-5", []string{`"-5"`, "Unix seconds"}},
+		{"non-numeric time", "ebs:v1:us-east-1:" + volA + ":soon", []string{`"soon"`}},
+		{"empty time", "ebs:v1:us-east-1:" + volA + ":", []string{"Unix seconds"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseOperationID(tt.id)
+			wantErr(t, err, tt.wantErr...)
+		})
+	}
+}

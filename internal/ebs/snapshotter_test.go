@@ -1,0 +1,364 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/golang/mock/gomock"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+// volume is an EBS volume with the given type, IOPS and throughput (0 for none) and tags.
+func volume(typ types.VolumeType, iops, throughput int32, kv ...string) types.Volume {
+	v := types.Volume{VolumeId: aws.String(volA), VolumeType: typ, AvailabilityZone: aws.String("us-east-1a")}
+	if iops != 0 {
+		v.Iops = aws.Int32(iops)
+	}
+	if throughput != 0 {
+		v.Throughput = aws.Int32(throughput)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Tags = append(v.Tags, types.Tag{Key: aws.String(kv[i]), Value: aws.String(kv[i+1])})
+	}
+	return v
+}
+
+// expectVolume answers exactly one DescribeVolumes for volA.
+func (f *fixture) expectVolume(v types.Volume) {
+	f.src().m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Eq(&ec2.DescribeVolumesInput{VolumeIds: []string{volA}}), gomock.Any()).
+		Return(&ec2.DescribeVolumesOutput{Volumes: []types.Volume{v}}, nil)
+}
+
+// createCalls answers CreateSnapshot from answers (nil: success with snap-0000000N; the last
+// answer repeats) and records the input and clock time of each call.
+type createCalls struct {
+	ins   []*ec2.CreateSnapshotInput
+	times []time.Time
+}
+
+func (f *fixture) serveCreate(answers ...error) *createCalls {
+	cc := &createCalls{}
+	f.src().m.EXPECT().CreateSnapshot(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.CreateSnapshotInput, _ ...func(*ec2.Options)) (*ec2.CreateSnapshotOutput, error) {
+			n := len(cc.ins)
+			cc.ins = append(cc.ins, in)
+			cc.times = append(cc.times, f.clk.Now())
+			if err := answers[min(n, len(answers)-1)]; err != nil {
+				return nil, err
+			}
+			return &ec2.CreateSnapshotOutput{SnapshotId: aws.String(fmt.Sprintf("snap-%08x", n+1))}, nil
+		})
+	return cc
+}
+
+var veleroTags = map[string]string{TagBackup: backupName, TagPV: "pv-1", "app": "web"}
+
+func copyConfig() Config {
+	return Config{Region: srcRegion, CopyToRegion: dstRegion, CopyKMSKeyID: "alias/dr", CopyCompletionMinutes: 60}
+}
+
+func TestCreateSnapshotTags(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    Config
+		vol    types.Volume
+		velero map[string]string
+		want   map[string]string
+	}{
+		{
+			name: "copy intent, gp3 settings, Velero's and the volume's tags",
+			cfg:  copyConfig(),
+			vol:  volume(types.VolumeTypeGp3, 3000, 125, "Name", "data", "aws:cloudformation:stack-name", "s", "AWS:x", "y", TagBackup, "old-backup"),
+			velero: map[string]string{TagBackup: backupName, TagPV: "pv-1", "app": "web",
+				TagCopyToRegion: "eu-west-1"}, // a backup label colliding with the plugin's key
+			want: map[string]string{
+				TagVolumeType: "gp3", TagVolumeIOPS: "3000", TagVolumeThroughput: "125",
+				TagCopyToRegion: dstRegion, TagCopyKMSKeyID: "alias/dr", TagCopyCompletionMinutes: "60",
+				TagBackup: backupName, TagPV: "pv-1", "app": "web", "Name": "data",
+			},
+		},
+		{
+			name:   "no copy: no intent; st1 has neither IOPS nor throughput",
+			cfg:    Config{Region: srcRegion},
+			vol:    volume(types.VolumeTypeSt1, 0, 0),
+			velero: veleroTags,
+			want:   map[string]string{TagVolumeType: "st1", TagBackup: backupName, TagPV: "pv-1", "app": "web"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.expectVolume(tt.vol) // once: CreateSnapshot reuses GetVolumeInfo's answer
+			cc := f.serveCreate(nil)
+			s := f.snapshotter(tt.cfg)
+			if _, _, err := s.GetVolumeInfo(context.Background(), volA); err != nil {
+				t.Fatal(err)
+			}
+			id, err := s.CreateSnapshot(context.Background(), volA, tt.velero)
+			wantErr(t, err)
+			if id != "snap-00000001" || len(cc.ins) != 1 {
+				t.Fatalf("got %q after %d CreateSnapshot calls; want snap-00000001 after 1", id, len(cc.ins))
+			}
+			in := cc.ins[0]
+			if aws.ToString(in.VolumeId) != volA || len(in.TagSpecifications) != 1 || in.TagSpecifications[0].ResourceType != types.ResourceTypeSnapshot {
+				t.Fatalf("bad request: %+v", in)
+			}
+			got := tagMap(in.TagSpecifications[0].Tags)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("tags\n got %v\nwant %v", got, tt.want)
+			}
+			if !strings.Contains(aws.ToString(in.Description), backupName) {
+				t.Errorf("description %q does not name the backup", aws.ToString(in.Description))
+			}
+		})
+	}
+}
+
+func TestCreateSnapshotRetries(t *testing.T) {
+	mine := snapshot("snap-00000001", volA, types.SnapshotStatePending)
+	tests := []struct {
+		name        string
+		create      []error // answers to successive CreateSnapshot calls; nil = success
+		listed      bool    // the first request made a snapshot despite its error
+		lookupFails []error // answers to the first DescribeSnapshots lookups
+		patience    time.Duration
+		wantID      string
+		wantErr     []string
+		wantCreates int // 0: at least 2
+		minGap      time.Duration
+	}{
+		{name: "success", create: []error{nil}, wantID: "snap-00000001", wantCreates: 1},
+		{name: "per-volume rate waits 15s", create: []error{httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil},
+			wantID: "snap-00000002", wantCreates: 2, minGap: 15 * time.Second},
+		{name: "concurrent limit retried", create: []error{httpErr(400, ec2api.CodeConcurrentSnapshotLimitExceeded), httpErr(400, ec2api.CodeConcurrentSnapshotLimitExceeded), nil},
+			wantID: "snap-00000003", wantCreates: 3, minGap: 15 * time.Second},
+		{name: "throttling beyond the SDK's retries", create: []error{httpErr(503, ec2api.CodeRequestLimitExceeded), nil},
+			wantID: "snap-00000002", wantCreates: 2, minGap: time.Second},
+		{name: "patience exhausted", create: []error{httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded)}, patience: time.Minute,
+			wantErr: []string{volA, "still refused after 1m0s", ec2api.CodeSnapshotCreationPerVolumeRateExceeded}},
+		{name: "definite 4xx", create: []error{httpErr(400, "InvalidParameterValue")},
+			wantErr: []string{volA, srcRegion, "InvalidParameterValue"}, wantCreates: 1},
+		{name: "500 but made", create: []error{httpErr(500, "InternalError")}, listed: true, wantID: "snap-00000001", wantCreates: 1},
+		{name: "no answer but made", create: []error{netErr()}, listed: true, wantID: "snap-00000001", wantCreates: 1},
+		{name: "no answer, lookup fails first, then finds it", create: []error{netErr()}, listed: true,
+			lookupFails: []error{netErr(), httpErr(503, ec2api.CodeRequestLimitExceeded)}, wantID: "snap-00000001", wantCreates: 1},
+		{name: "500 and not made", create: []error{httpErr(500, "InternalError"), nil}, wantID: "snap-00000002", wantCreates: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+			cc := f.serveCreate(tt.create...)
+			f.src().serveDescribe()
+			f.src().failNext(tt.lookupFails...)
+			if tt.listed {
+				f.src().add(mine)
+			}
+			var opts []Option
+			if tt.patience != 0 {
+				opts = append(opts, WithCreatePatience(tt.patience))
+			}
+			s := f.snapshotter(Config{Region: srcRegion}, opts...)
+			type result struct {
+				id  string
+				err error
+			}
+			res, ok := onClock(f, time.Hour, func(ctx context.Context) result {
+				id, err := s.CreateSnapshot(ctx, volA, veleroTags)
+				return result{id, err}
+			})
+			if !ok {
+				t.Fatal("CreateSnapshot did not return within an hour of fake time")
+			}
+			wantErr(t, res.err, tt.wantErr...)
+			if res.id != tt.wantID {
+				t.Errorf("id %q, want %q", res.id, tt.wantID)
+			}
+			if n := len(cc.ins); tt.wantCreates != 0 && n != tt.wantCreates || tt.wantCreates == 0 && n < 2 {
+				t.Errorf("%d CreateSnapshot calls, want %d", n, tt.wantCreates)
+			}
+			for i := 1; i < len(cc.times); i++ {
+				if gap := cc.times[i].Sub(cc.times[i-1]); gap < tt.minGap {
+					t.Errorf("CreateSnapshot %d came %s after the previous; want at least %s", i+1, gap, tt.minGap)
+				}
+			}
+			if tt.patience != 0 && f.clk.Since(t0) > tt.patience {
+				t.Errorf("gave up after %s, beyond the patience of %s", f.clk.Since(t0), tt.patience)
+			}
+		})
+	}
+}
+
+// After an ambiguous failure the snapshot is looked up by volume and backup tag.
+func TestCreateSnapshotLookupFilter(t *testing.T) {
+	f := newFixture(t)
+	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+	f.serveCreate(netErr())
+	var got *ec2.DescribeSnapshotsInput
+	f.src().m.EXPECT().DescribeSnapshots(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, in *ec2.DescribeSnapshotsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSnapshotsOutput, error) {
+			got = in
+			return &ec2.DescribeSnapshotsOutput{Snapshots: []types.Snapshot{snapshot("snap-00000009", volA, types.SnapshotStatePending)}}, nil
+		})
+	id, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
+	wantErr(t, err)
+	if id != "snap-00000009" {
+		t.Errorf("id %q, want the listed snap-00000009", id)
+	}
+	want := []types.Filter{{Name: aws.String("volume-id"), Values: []string{volA}}, tagFilter(TagBackup, backupName)}
+	if got == nil || fmt.Sprint(filterText(got.Filters)) != fmt.Sprint(filterText(want)) || len(got.OwnerIds) != 1 || got.OwnerIds[0] != "self" {
+		t.Errorf("lookup %+v, want filters %v owned by self", got, filterText(want))
+	}
+}
+
+func filterText(fs []types.Filter) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, aws.ToString(f.Name)+"="+strings.Join(f.Values, ","))
+	}
+	return out
+}
+
+// The second CreateSnapshot after an ambiguous failure must not come before the ambiguity
+// window has passed: EC2 may list the first one late.
+func TestCreateSnapshotAmbiguityWindow(t *testing.T) {
+	bug(t, "awaitSnapshot stops at the last lookup that fits before the window ends (1+2+4+8 s) instead of " +
+		"looking once more at the window's end, so the second CreateSnapshot comes 15 s after the ambiguous one, " +
+		"not after the 30 s ambiguity window: a snapshot EC2 lists late is duplicated")
+	f := newFixture(t)
+	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+	cc := f.serveCreate(httpErr(500, "InternalError"), nil)
+	f.src().serveDescribe()
+	s := f.snapshotter(Config{Region: srcRegion}, WithAmbiguityWindow(30*time.Second))
+	_, ok := onClock(f, time.Hour, func(ctx context.Context) error {
+		_, err := s.CreateSnapshot(ctx, volA, veleroTags)
+		return err
+	})
+	if !ok || len(cc.times) != 2 {
+		t.Fatalf("returned %v after %d CreateSnapshot calls; want 2", ok, len(cc.times))
+	}
+	if gap := cc.times[1].Sub(cc.times[0]); gap < 30*time.Second {
+		t.Errorf("second CreateSnapshot %s after the ambiguous one; want at least the 30s window", gap)
+	}
+}
+
+// When the snapshot cannot be looked up after an ambiguous failure, patience still runs out.
+func TestCreateSnapshotPatienceWhenLookupFails(t *testing.T) {
+	bug(t, "after an ambiguous CreateSnapshot, while DescribeSnapshots keeps failing (known=false), " +
+		"CreateSnapshot loops through awaitSnapshot forever: the createPatience deadline is only checked on " +
+		"the CreateSnapshot branch, so a network outage hangs Velero's CreateSnapshot call")
+	f := newFixture(t)
+	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+	cc := f.serveCreate(netErr())
+	f.src().serveDescribe()
+	f.src().failNext(func() []error {
+		errs := make([]error, 1000)
+		for i := range errs {
+			errs[i] = netErr()
+		}
+		return errs
+	}()...)
+	s := f.snapshotter(Config{Region: srcRegion}, WithCreatePatience(2*time.Minute))
+	err, ok := onClock(f, 30*time.Minute, func(ctx context.Context) error {
+		_, err := s.CreateSnapshot(ctx, volA, veleroTags)
+		return err
+	})
+	if !ok {
+		t.Fatalf("CreateSnapshot still running 30 min of fake time after an ambiguous failure (patience 2 min)")
+	}
+	wantErr(t, err, volA)
+	if len(cc.ins) != 1 {
+		t.Errorf("%d CreateSnapshot calls; none may follow while the first is unresolved", len(cc.ins))
+	}
+}
+
+// A source must leave room among EC2's 50 tags for the copy-requested-at mark the Tracker
+// adds before copying, or CreateTags fails with TagLimitExceeded and the copy never starts.
+func TestCreateSnapshotLeavesRoomForCopyMark(t *testing.T) {
+	bug(t, "CreateSnapshot fills all 50 tags when the volume has many, but Tracker.fillCopySlots then " +
+		"adds velero-async.io/copy-requested-at with CreateTags; EC2 refuses a 51st tag (TagLimitExceeded), " +
+		"so fillCopySlots fails every time and neither this source nor the rest of its batch is ever copied")
+	f := newFixture(t)
+	var kv []string
+	for k, v := range numbered("team-", 60) {
+		kv = append(kv, k, v)
+	}
+	f.expectVolume(volume(types.VolumeTypeGp3, 3000, 125, kv...))
+	cc := f.serveCreate(nil)
+	_, err := f.snapshotter(copyConfig()).CreateSnapshot(context.Background(), volA, veleroTags)
+	wantErr(t, err)
+	if n := len(cc.ins[0].TagSpecifications[0].Tags); n > maxTags-1 {
+		t.Errorf("%d tags on a source that will be copied; want at most %d", n, maxTags-1)
+	}
+}
+
+// Tags under the plugin's own prefix come only from the plugin, never from the volume.
+func TestCreateSnapshotIgnoresPluginKeysFromVolume(t *testing.T) {
+	bug(t, "CreateSnapshot copies the volume's velero-async.io/ tags onto the snapshot; a volume carrying " +
+		"velero-async.io/source-snapshot-id makes the Tracker treat the new snapshot as a copy (never found), " +
+		"and velero-async.io/copy-to-region makes it copy to a region this location does not configure")
+	f := newFixture(t)
+	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0, TagSourceSnapshotID, "snap-0000abcd", TagCopyToRegion, "eu-west-1"))
+	cc := f.serveCreate(nil)
+	_, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
+	wantErr(t, err)
+	got := tagMap(cc.ins[0].TagSpecifications[0].Tags)
+	for _, k := range []string{TagSourceSnapshotID, TagCopyToRegion} {
+		if v, ok := got[k]; ok {
+			t.Errorf("snapshot tagged %s=%s from the volume's tags", k, v)
+		}
+	}
+}
+
+func TestGetVolumeInfo(t *testing.T) {
+	tests := []struct {
+		name     string
+		id       string
+		vol      *types.Volume // described answer; nil for none
+		err      error         // DescribeVolumes error
+		noCall   bool
+		wantType string
+		wantIOPS int64 // 0: nil
+		wantErr  []string
+	}{
+		{name: "gp3 has no IOPS", id: volA, vol: ptr(volume(types.VolumeTypeGp3, 3000, 125)), wantType: "gp3"},
+		{name: "gp2", id: volA, vol: ptr(volume(types.VolumeTypeGp2, 100, 0)), wantType: "gp2"},
+		{name: "io1", id: volA, vol: ptr(volume(types.VolumeTypeIo1, 500, 0)), wantType: "io1", wantIOPS: 500},
+		{name: "io2", id: volA, vol: ptr(volume(types.VolumeTypeIo2, 64000, 0)), wantType: "io2", wantIOPS: 64000},
+		{name: "io2 without IOPS", id: volA, vol: ptr(volume(types.VolumeTypeIo2, 0, 0)), wantType: "io2"},
+		{name: "unknown volume", id: volA, err: httpErr(400, ec2api.CodeVolumeNotFound), wantErr: []string{volA, "does not exist", srcRegion}},
+		{name: "empty answer", id: volA, wantErr: []string{volA, "does not exist"}},
+		{name: "EC2 failing", id: volA, err: netErr(), wantErr: []string{volA, "connection reset"}},
+		{name: "malformed ID", id: "vol-XYZ", noCall: true, wantErr: []string{`"vol-XYZ"`, "not an EBS volume ID"}},
+		{name: "in-tree form is not an ID", id: "aws://us-east-1a/" + volA, noCall: true, wantErr: []string{"not an EBS volume ID"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if !tt.noCall {
+				out := &ec2.DescribeVolumesOutput{}
+				if tt.vol != nil {
+					out.Volumes = []types.Volume{*tt.vol}
+				}
+				if tt.err != nil {
+					out = nil
+				}
+				f.src().m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).Return(out, tt.err)
+			}
+			typ, iops, err := f.snapshotter(Config{Region: srcRegion}).GetVolumeInfo(context.Background(), tt.id)
+			wantErr(t, err, tt.wantErr...)
+			if typ != tt.wantType || aws.ToInt64(iops) != tt.wantIOPS || (iops == nil) != (tt.wantIOPS == 0) {
+				t.Errorf("got %q, %v; want %q, %d", typ, iops, tt.wantType, tt.wantIOPS)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,162 @@
+package ebs
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// keysOf lists tag keys in order.
+func keysOf(tags []types.Tag) []string {
+	keys := make([]string, len(tags))
+	for i, t := range tags {
+		keys[i] = aws.ToString(t.Key)
+	}
+	return keys
+}
+
+// numbered returns n tags prefix00..prefixNN with value v.
+func numbered(prefix string, n int) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("%s%02d", prefix, i)] = "v"
+	}
+	return m
+}
+
+func TestMergeTags(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("k", n) }
+	tests := []struct {
+		name        string
+		groups      []map[string]string
+		wantKeys    []string // in order; nil to skip
+		wantValues  map[string]string
+		wantDropped []string
+		wantLen     int
+	}{
+		{
+			name:       "earlier group wins a collision",
+			groups:     []map[string]string{{TagCopyToRegion: dstRegion}, {TagCopyToRegion: "eu-west-1", "app": "web"}},
+			wantKeys:   []string{TagCopyToRegion, "app"},
+			wantValues: map[string]string{TagCopyToRegion: dstRegion},
+		},
+		{
+			name:        "reserved aws: keys dropped in any case",
+			groups:      []map[string]string{{"aws:cloudformation:stack": "x", "AWS:x": "y", "Aws:z": "z", "awsome": "kept", "team:aws:": "kept"}},
+			wantKeys:    []string{"awsome", "team:aws:"},
+			wantDropped: []string{"AWS:x", "Aws:z", "aws:cloudformation:stack"},
+		},
+		{
+			name:        "empty and over-long keys, over-long values dropped",
+			groups:      []map[string]string{{"": "v", long(128): "ok", long(129): "v", "long-value": strings.Repeat("v", 257), "max-value": strings.Repeat("v", 256)}},
+			wantKeys:    []string{long(128), "max-value"},
+			wantDropped: []string{"", long(129), "long-value"},
+		},
+		{
+			name:    "never more than 50, earlier groups first",
+			groups:  []map[string]string{numbered("a", 3), numbered("b", 60)},
+			wantLen: 50,
+			wantDropped: func() []string {
+				var d []string
+				for i := 47; i < 60; i++ {
+					d = append(d, fmt.Sprintf("b%02d", i))
+				}
+				return d
+			}(),
+		},
+		{
+			name:     "sorted within each group, groups in order",
+			groups:   []map[string]string{{"z": "1", "m": "1"}, {"b": "2", "a": "2", "z": "2"}},
+			wantKeys: []string{"m", "z", "a", "b"},
+		},
+		{name: "nothing", groups: nil, wantKeys: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tags, dropped := mergeTags(tt.groups...)
+			if tt.wantKeys != nil && !reflect.DeepEqual(keysOf(tags), tt.wantKeys) {
+				t.Errorf("keys %q, want %q", keysOf(tags), tt.wantKeys)
+			}
+			if tt.wantLen != 0 && len(tags) != tt.wantLen {
+				t.Errorf("%d tags, want %d", len(tags), tt.wantLen)
+			}
+			for k, v := range tt.wantValues {
+				if got := tagMap(tags)[k]; got != v {
+					t.Errorf("tag %s = %q, want %q", k, got, v)
+				}
+			}
+			if !reflect.DeepEqual(dropped, tt.wantDropped) {
+				t.Errorf("dropped %q, want %q", dropped, tt.wantDropped)
+			}
+			// The same input gives the same output.
+			again, _ := mergeTags(tt.groups...)
+			if !reflect.DeepEqual(keysOf(again), keysOf(tags)) {
+				t.Errorf("order not stable: %q then %q", keysOf(tags), keysOf(again))
+			}
+		})
+	}
+}
+
+func TestCopyTags(t *testing.T) {
+	plugin := []string{
+		TagVolumeType, "gp3", TagVolumeIOPS, "3000", TagVolumeThroughput, "125",
+		TagCopyKMSKeyID, "alias/dr", TagCopyCompletionMinutes, "60", TagCopyRequestedAt, t0.Format("2006-01-02T15:04:05Z07:00"),
+		TagPV, "pv-1",
+	}
+	tests := []struct {
+		name       string
+		src        types.Snapshot
+		wantLen    int
+		wantAbsent []string
+	}{
+		{
+			name:       "copy intent and mark dropped, origin added",
+			src:        snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(plugin...), withTags("app", "web", "aws:backup:x", "y")),
+			wantLen:    8, // origin 2 + 3 volume settings + 2 Velero + app
+			wantAbsent: []string{TagCopyToRegion, TagCopyKMSKeyID, TagCopyCompletionMinutes, TagCopyRequestedAt, "aws:backup:x"},
+		},
+		{
+			name: "50-tag source keeps the plugin's and Velero's tags",
+			src: func() types.Snapshot {
+				s := snapshot("snap-0000000b", volA, types.SnapshotStateCompleted,
+					withTags(TagCopyToRegion, dstRegion, TagVolumeType, "gp3", TagVolumeIOPS, "3000", TagVolumeThroughput, "125", TagPV, "pv-1"))
+				for k, v := range numbered("vol-tag-", 50-len(s.Tags)) {
+					setTag(&s, k, v)
+				}
+				return s
+			}(),
+			wantLen:    50,
+			wantAbsent: []string{TagCopyToRegion},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tags := copyTags(tt.src, srcRegion)
+			got := tagMap(tags)
+			if len(tags) != tt.wantLen {
+				t.Errorf("%d tags, want %d: %q", len(tags), tt.wantLen, keysOf(tags))
+			}
+			if k := keysOf(tags); len(k) < 2 || k[0] != TagSourceRegion || k[1] != TagSourceSnapshotID {
+				t.Errorf("origin tags not first: %q", k)
+			}
+			if got[TagSourceSnapshotID] != aws.ToString(tt.src.SnapshotId) || got[TagSourceRegion] != srcRegion {
+				t.Errorf("origin tags %q/%q, want %s/%s", got[TagSourceSnapshotID], got[TagSourceRegion], aws.ToString(tt.src.SnapshotId), srcRegion)
+			}
+			for k, v := range tagMap(tt.src.Tags) {
+				keep := strings.HasPrefix(k, tagPrefix) || strings.HasPrefix(k, "velero.io/")
+				if keep && !contains(tt.wantAbsent, k) && got[k] != v {
+					t.Errorf("tag %s lost or changed: %q, want %q", k, got[k], v)
+				}
+			}
+			for _, k := range tt.wantAbsent {
+				if _, ok := got[k]; ok {
+					t.Errorf("tag %s should not be on the copy", k)
+				}
+			}
+		})
+	}
+}
