@@ -84,7 +84,9 @@ func withTags(kv ...string) snapOpt {
 }
 
 // toDest adds the copy intent for dstRegion.
-func toDest(kv ...string) snapOpt { return withTags(append([]string{TagCopyToRegion, dstRegion}, kv...)...) }
+func toDest(kv ...string) snapOpt {
+	return withTags(append([]string{TagCopyToRegion, dstRegion}, kv...)...)
+}
 
 func progress(p string) snapOpt { return func(s *types.Snapshot) { s.Progress = aws.String(p) } }
 
