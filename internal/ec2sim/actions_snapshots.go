@@ -96,6 +96,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 	}
 	ids := q.list("SnapshotId")
 	var candidates []*snapshot
+	checks := filters // the filters candidates still have to pass
 	if len(ids) > 0 {
 		for _, id := range ids {
 			sn, err := r.lookupSnapshot(id)
@@ -108,7 +109,11 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 			candidates = append(candidates, sn)
 		}
 	} else {
-		candidates = r.snapshotCandidates(filters)
+		var used int
+		candidates, used = r.snapshotCandidates(filters)
+		if used >= 0 {
+			checks = slices.Delete(slices.Clone(filters), used, used+1)
+		}
 	}
 	ownedBySelf := true
 	for _, o := range q.list("Owner") {
@@ -126,7 +131,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 		if sn.seq < start || q.now.Before(sn.visibleAt) || !ownedBySelf || seen[sn.id] {
 			continue
 		}
-		if !snapshotMatchesAll(sn, filters, q.now) {
+		if !snapshotMatchesAll(sn, checks, q.now) {
 			continue
 		}
 		if size > 0 && n == size {
@@ -146,12 +151,13 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 	return w.finish(q.action), nil
 }
 
-// snapshotCandidates narrows the snapshots a filter set can match, using the tag and volume
-// indexes when a filter allows it, in creation order.
-func (r *region) snapshotCandidates(filters []filter) []*snapshot {
+// snapshotCandidates narrows the snapshots a filter set can match, in creation order, using the
+// tag, ID and volume indexes when a filter allows it. used is the index of the filter the
+// candidates satisfy already, or -1.
+func (r *region) snapshotCandidates(filters []filter) (candidates []*snapshot, used int) {
 	var best map[string]*snapshot
-	narrowed := false
-	for _, f := range filters {
+	used = -1
+	for i, f := range filters {
 		if !f.exact() {
 			continue
 		}
@@ -178,19 +184,19 @@ func (r *region) snapshotCandidates(filters []filter) []*snapshot {
 		default:
 			continue
 		}
-		if !narrowed || len(set) < len(best) {
-			best, narrowed = set, true
+		if used < 0 || len(set) < len(best) {
+			best, used = set, i
 		}
 	}
-	if !narrowed {
-		return r.snapOrder
+	if used < 0 {
+		return r.snapOrder, -1
 	}
 	out := make([]*snapshot, 0, len(best))
 	for _, sn := range best {
 		out = append(out, sn)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
+	return out, used
 }
 
 func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {

@@ -1,7 +1,7 @@
 package ec2sim
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -67,7 +67,7 @@ func (sn *snapshot) progress(now time.Time) string {
 	if total > 0 {
 		pct = int(now.Sub(sn.start) * 100 / total)
 	}
-	return fmt.Sprintf("%d%%", min(max(pct, 0), 99))
+	return strconv.Itoa(min(max(pct, 0), 99)) + "%"
 }
 
 func (sn *snapshot) statusMessage(now time.Time) string {
