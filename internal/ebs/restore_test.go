@@ -1,0 +1,229 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/golang/mock/gomock"
+)
+
+// zone is an AZ entry as DescribeAvailabilityZones lists it.
+func zone(name string, state types.AvailabilityZoneState, zoneType string) types.AvailabilityZone {
+	return types.AvailabilityZone{ZoneName: aws.String(name), State: state, ZoneType: aws.String(zoneType)}
+}
+
+// westZones: a, b, c available (listed out of order); d impaired; a Local Zone; c listed without type.
+var westZones = []types.AvailabilityZone{
+	zone("us-west-2b", types.AvailabilityZoneStateAvailable, "availability-zone"),
+	zone("us-west-2a", types.AvailabilityZoneStateAvailable, "availability-zone"),
+	{ZoneName: aws.String("us-west-2c"), State: types.AvailabilityZoneStateAvailable},
+	zone("us-west-2d", types.AvailabilityZoneStateImpaired, "availability-zone"),
+	zone("us-west-2-lax-1a", types.AvailabilityZoneStateAvailable, "local-zone"),
+}
+
+// serveZones answers DescribeAvailabilityZones exactly once.
+func (r *region) serveZones(zones []types.AvailabilityZone, err error) {
+	var out *ec2.DescribeAvailabilityZonesOutput
+	if err == nil {
+		out = &ec2.DescribeAvailabilityZonesOutput{AvailabilityZones: zones}
+	}
+	r.m.EXPECT().DescribeAvailabilityZones(gomock.Any(), gomock.Any(), gomock.Any()).Return(out, err)
+}
+
+// serveCreateVolume answers one CreateVolume with vol-0000000n (or err) and keeps the input.
+func (r *region) serveCreateVolume(err error) **ec2.CreateVolumeInput {
+	var got *ec2.CreateVolumeInput
+	r.m.EXPECT().CreateVolume(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
+		func(_ context.Context, in *ec2.CreateVolumeInput, _ ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {
+			got = in
+			if err != nil {
+				return nil, err
+			}
+			return &ec2.CreateVolumeOutput{VolumeId: aws.String("vol-0000000e")}, nil
+		})
+	return &got
+}
+
+func TestCreateVolumeFromSnapshot(t *testing.T) {
+	gp3 := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagVolumeType, "gp3", TagVolumeIOPS, "4000", TagVolumeThroughput, "250"),
+		withTags(TagPV, "pv-1", "Name", "data", "aws:backup:source", "x"))
+	io := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "io2", TagVolumeIOPS, "5000"))
+	done := copyOfSnap("snap-0000000b", gp3, types.SnapshotStateCompleted)
+	pending := copyOfSnap("snap-0000000c", gp3, types.SnapshotStatePending, progress("45%"))
+	failed := copyOfSnap("snap-0000000d", gp3, types.SnapshotStateError, message("KMS key disabled"))
+	east := Config{Region: srcRegion}
+	west := Config{Region: dstRegion}
+	tests := []struct {
+		name       string
+		cfg        Config
+		here       []types.Snapshot // snapshots in the location's region
+		volumeType string
+		iops       *int64
+		createErr  error
+		want       *ec2.CreateVolumeInput // compared field by field; nil when no CreateVolume is wanted
+		wantTags   map[string]string
+		wantErr    []string
+	}{
+		{name: "same region, gp3 settings from tags", cfg: east, here: []types.Snapshot{gp3}, volumeType: "gp3",
+			want:     &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "gp3", Iops: aws.Int32(4000), Throughput: aws.Int32(250)},
+			wantTags: map[string]string{TagBackup: backupName, TagPV: "pv-1", "Name": "data"}},
+		{name: "type from tags when Velero has none", cfg: east, here: []types.Snapshot{gp3},
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "gp3", Iops: aws.Int32(4000), Throughput: aws.Int32(250)}},
+		{name: "io2 IOPS from the argument", cfg: east, here: []types.Snapshot{io}, volumeType: "io2", iops: aws.Int64(7000),
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io2", Iops: aws.Int32(7000)}},
+		{name: "io2 IOPS from tags without argument", cfg: east, here: []types.Snapshot{io}, volumeType: "io2",
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io2", Iops: aws.Int32(5000)}},
+		{name: "gp2 takes no IOPS", cfg: east, here: []types.Snapshot{io}, volumeType: "gp2", iops: aws.Int64(7000),
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "gp2"}},
+		{name: "ebsKmsKeyId encrypts", cfg: Config{Region: srcRegion, EBSKMSKeyID: "alias/ebs"}, here: []types.Snapshot{io}, volumeType: "io2",
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io2", Iops: aws.Int32(5000), Encrypted: aws.Bool(true), KmsKeyId: aws.String("alias/ebs")}},
+		{name: "copy region restores from the completed copy", cfg: west, here: []types.Snapshot{failed, pending, done}, volumeType: "gp3",
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000b"), VolumeType: "gp3", Iops: aws.Int32(4000), Throughput: aws.Int32(250)}},
+		{name: "pending copy", cfg: west, here: []types.Snapshot{pending},
+			wantErr: []string{"snap-0000000a", "no completed copy", "snap-0000000c is pending at 45%"}},
+		{name: "failed copy", cfg: west, here: []types.Snapshot{failed},
+			wantErr: []string{"snap-0000000d is error: KMS key disabled"}},
+		{name: "no copy", cfg: west, wantErr: []string{"snap-0000000a is not in us-west-2 and has no copy there"}},
+		{name: "source not completed", cfg: east, here: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStatePending)},
+			wantErr: []string{"snap-0000000a in us-east-1 is pending, not completed"}},
+		{name: "CreateVolume refused", cfg: east, here: []types.Snapshot{io}, volumeType: "io2", createErr: httpErr(400, "InvalidParameterCombination"),
+			want: &ec2.CreateVolumeInput{}, wantErr: []string{"snap-0000000a", "InvalidParameterCombination"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			here := f.regions[tt.cfg.Region]
+			here.add(tt.here...)
+			here.serveDescribe()
+			var got **ec2.CreateVolumeInput
+			if tt.want != nil {
+				got = here.serveCreateVolume(tt.createErr)
+			}
+			tt.cfg.RestoreAvailabilityZone = tt.cfg.Region + "b" // the zone choice has its own test
+			id, err := f.snapshotter(tt.cfg).CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", tt.volumeType, "us-east-1a", tt.iops)
+			wantErr(t, err, tt.wantErr...)
+			if tt.want == nil || tt.createErr != nil {
+				return
+			}
+			in := *got
+			if id != "vol-0000000e" || aws.ToString(in.AvailabilityZone) != tt.cfg.Region+"b" {
+				t.Errorf("volume %q in %q", id, aws.ToString(in.AvailabilityZone))
+			}
+			for _, c := range []struct{ name, got, want any }{
+				{"SnapshotId", aws.ToString(in.SnapshotId), aws.ToString(tt.want.SnapshotId)},
+				{"VolumeType", in.VolumeType, tt.want.VolumeType},
+				{"Iops", aws.ToInt32(in.Iops), aws.ToInt32(tt.want.Iops)},
+				{"Throughput", aws.ToInt32(in.Throughput), aws.ToInt32(tt.want.Throughput)},
+				{"Encrypted", aws.ToBool(in.Encrypted), aws.ToBool(tt.want.Encrypted)},
+				{"KmsKeyId", aws.ToString(in.KmsKeyId), aws.ToString(tt.want.KmsKeyId)},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+				}
+			}
+			if tt.wantTags != nil {
+				if len(in.TagSpecifications) != 1 || in.TagSpecifications[0].ResourceType != types.ResourceTypeVolume ||
+					fmt.Sprint(tagMap(in.TagSpecifications[0].Tags)) != fmt.Sprint(tt.wantTags) {
+					t.Errorf("volume tags %+v, want %v", in.TagSpecifications, tt.wantTags)
+				}
+			}
+		})
+	}
+}
+
+func TestCreateVolumeFromSnapshotMalformedID(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.snapshotter(Config{Region: srcRegion}).CreateVolumeFromSnapshot(context.Background(), "snap-nope", "gp3", "us-east-1a", nil)
+	wantErr(t, err, `"snap-nope"`)
+}
+
+func TestRestoreZone(t *testing.T) {
+	tests := []struct {
+		name, configured, volumeAZ string
+		zones                      []types.AvailabilityZone
+		zonesErr                   error
+		noCall                     bool
+		want                       string
+		wantErr                    []string
+	}{
+		{name: "restoreAvailabilityZone wins", configured: "us-west-2c", volumeAZ: "us-west-2a", noCall: true, want: "us-west-2c"},
+		{name: "same AZ", volumeAZ: "us-west-2b", zones: westZones, want: "us-west-2b"},
+		{name: "same letter in this region", volumeAZ: "us-east-1c", zones: westZones, want: "us-west-2c"},
+		{name: "same letter not available", volumeAZ: "us-east-1d", zones: westZones, want: "us-west-2a"},
+		{name: "letter this region lacks", volumeAZ: "us-east-1f", zones: westZones, want: "us-west-2a"},
+		{name: "no AZ known", zones: westZones, want: "us-west-2a"},
+		{name: "Local Zone source AZ goes to the parent region's AZ", volumeAZ: "us-west-2-lax-1a", zones: westZones, want: "us-west-2a"},
+		{name: "Wavelength source AZ", volumeAZ: "us-east-1-wl1-bos-wlz-1", zones: westZones, want: "us-west-2a"},
+		{name: "no available zone", volumeAZ: "us-west-2a", zones: westZones[3:], wantErr: []string{"us-west-2 has no available availability zone"}},
+		{name: "listing fails", volumeAZ: "us-west-2a", zonesErr: netErr(), wantErr: []string{"availability zones of us-west-2", "connection reset"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if !tt.noCall {
+				f.dst().serveZones(tt.zones, tt.zonesErr)
+			}
+			s := f.snapshotter(Config{Region: dstRegion, RestoreAvailabilityZone: tt.configured})
+			got, err := s.restoreZone(context.Background(), tt.volumeAZ)
+			wantErr(t, err, tt.wantErr...)
+			if got != tt.want {
+				t.Errorf("zone %q, want %q", got, tt.want)
+			}
+			if err == nil && !tt.noCall {
+				// The zones are listed once per process.
+				if again, _ := s.restoreZone(context.Background(), tt.volumeAZ); again != got {
+					t.Errorf("second answer %q, want %q", again, got)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateRestoreZone(t *testing.T) {
+	tests := []struct {
+		name, configured string
+		noCall           bool
+		zonesErr         error
+		wantErr          []string
+	}{
+		{name: "not set", noCall: true},
+		{name: "available", configured: "us-west-2c"},
+		{name: "impaired", configured: "us-west-2d", wantErr: []string{`"restoreAvailabilityZone"`, `"us-west-2d"`, "us-west-2a, us-west-2b, us-west-2c"}},
+		{name: "Local Zone", configured: "us-west-2-lax-1a", wantErr: []string{`"us-west-2-lax-1a"`}},
+		{name: "other region's zone", configured: "us-east-1a", wantErr: []string{`"us-east-1a"`, "us-west-2"}},
+		{name: "listing fails", configured: "us-west-2a", zonesErr: httpErr(403, "UnauthorizedOperation"), wantErr: []string{"UnauthorizedOperation"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if !tt.noCall {
+				f.dst().serveZones(westZones, tt.zonesErr)
+			}
+			err := f.snapshotter(Config{Region: dstRegion, RestoreAvailabilityZone: tt.configured}).ValidateRestoreZone(context.Background())
+			wantErr(t, err, tt.wantErr...)
+		})
+	}
+}
+
+func TestVolumeZone(t *testing.T) {
+	f := newFixture(t)
+	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp2")))
+	f.src().serveDescribe()
+	f.src().serveCreateVolume(nil)
+	s := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1c"})
+	id, err := s.CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", "us-east-1a", nil)
+	wantErr(t, err)
+	// A volume this process created is not described.
+	if az, err := s.VolumeZone(context.Background(), id); err != nil || az != "us-east-1c" {
+		t.Errorf("restored volume in %q (%v), want us-east-1c", az, err)
+	}
+	// Another is.
+	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+	if az, err := s.VolumeZone(context.Background(), volA); err != nil || az != "us-east-1a" {
+		t.Errorf("volume in %q (%v), want us-east-1a", az, err)
+	}
+}
