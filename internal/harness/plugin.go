@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 )
 
 // PluginBinaryName is the file name of the built plugin in its plugin directory.
@@ -84,6 +85,18 @@ func UseEndpoint(url string) {
 // flags, which are not for the plugin.
 func PluginArgs() {
 	os.Args = []string{os.Args[0], "server"}
+}
+
+// ServeBuiltinPlugins answers the call Velero's plugin registry makes to its own binary
+// (os.Args[0] run-plugins) to list the plugins built into the server. This process plays the
+// server and has none: it serves an empty plugin set and exits when the registry is done.
+// Call it first thing in main and TestMain of every program that uses ProcessPlugins;
+// without it the registry would start this whole program again, recursively.
+func ServeBuiltinPlugins() {
+	if len(os.Args) > 1 && os.Args[1] == "run-plugins" {
+		framework.NewServer().Serve()
+		os.Exit(0)
+	}
 }
 
 // Provider is the VolumeSnapshotLocation provider the harness uses by default.

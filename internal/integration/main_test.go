@@ -32,6 +32,7 @@ const (
 var plugin *harness.Plugin
 
 func TestMain(m *testing.M) {
+	harness.ServeBuiltinPlugins()
 	flag.Parse()
 	harness.PluginArgs()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	harness.ServeBuiltinPlugins()
 	o := bench.Options{
 		Scenario:        bench.Standard(),
 		BlockingVolumes: 3,

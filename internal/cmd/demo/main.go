@@ -31,6 +31,7 @@ type options struct {
 }
 
 func main() {
+	harness.ServeBuiltinPlugins()
 	o := options{
 		snapshots: ec2sim.Range(3*time.Second, 6*time.Second),
 		copies:    ec2sim.Range(5*time.Second, 10*time.Second),
