@@ -1,0 +1,538 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/golang/mock/gomock"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+// mutations records the mutating calls a Tracker makes, in order.
+type mutations struct {
+	mu      sync.Mutex
+	log     []string // "CreateTags snap-…", "CopySnapshot snap-…", "DeleteTags snap-…", "DeleteSnapshot region snap-…"
+	copies  []*ec2.CopySnapshotInput
+	created []string // IDs of the copies made
+}
+
+func (m *mutations) add(format string, args ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
+
+func (m *mutations) count(prefix string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, l := range m.log {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// serveTracker serves what a Tracker calls: DescribeSnapshots in both regions; CreateTags and
+// DeleteTags on sources (applied to them); CopySnapshot into dstRegion, answered per source ID
+// from copyAnswers in turn (nil or none: a pending copy snap-c000000N appears in dstRegion).
+func (f *fixture) serveTracker(copyAnswers map[string][]error) *mutations {
+	m := &mutations{}
+	src, dst := f.src(), f.dst()
+	src.serveDescribe()
+	dst.serveDescribe()
+	retag := func(ids []string, tags []types.Tag, remove bool) {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		for i := range src.snaps {
+			if contains(ids, aws.ToString(src.snaps[i].SnapshotId)) {
+				for _, t := range tags {
+					v := aws.ToString(t.Value)
+					if remove {
+						v = ""
+					}
+					setTag(&src.snaps[i], aws.ToString(t.Key), v)
+				}
+			}
+		}
+	}
+	src.m.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+			m.add("CreateTags %s %s", strings.Join(in.Resources, ","), tagMap(in.Tags))
+			retag(in.Resources, in.Tags, false)
+			return &ec2.CreateTagsOutput{}, nil
+		})
+	src.m.EXPECT().DeleteTags(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.DeleteTagsInput, _ ...func(*ec2.Options)) (*ec2.DeleteTagsOutput, error) {
+			m.add("DeleteTags %s", strings.Join(in.Resources, ","))
+			retag(in.Resources, in.Tags, true)
+			return &ec2.DeleteTagsOutput{}, nil
+		})
+	dst.m.EXPECT().CopySnapshot(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.CopySnapshotInput, _ ...func(*ec2.Options)) (*ec2.CopySnapshotOutput, error) {
+			id := aws.ToString(in.SourceSnapshotId)
+			m.add("CopySnapshot %s", id)
+			m.mu.Lock()
+			m.copies = append(m.copies, in)
+			var err error
+			if a := copyAnswers[id]; len(a) > 0 {
+				err, copyAnswers[id] = a[0], a[1:]
+			}
+			if err != nil {
+				m.mu.Unlock()
+				return nil, err
+			}
+			cid := fmt.Sprintf("snap-c%07x", len(m.created)+1)
+			m.created = append(m.created, cid)
+			m.mu.Unlock()
+			c := snapshot(cid, "vol-ffffffff", types.SnapshotStatePending, progress("0%"), func(s *types.Snapshot) {
+				s.StartTime = aws.Time(f.clk.Now())
+				s.Tags = in.TagSpecifications[0].Tags
+			})
+			dst.add(c)
+			return &ec2.CopySnapshotOutput{SnapshotId: aws.String(cid)}, nil
+		})
+	for _, r := range f.regions {
+		r.serveDelete()
+	}
+	return m
+}
+
+func opID(vol string) string { return Operation{Region: srcRegion, VolumeID: vol, Issued: t0}.String() }
+
+func volN(i int) string { return fmt.Sprintf("vol-%08x", i) }
+
+func backupIn(phase velerov1.BackupPhase, snapshotsCompleted int) *velerov1.Backup {
+	b := &velerov1.Backup{}
+	b.Name = backupName
+	b.Status.Phase = phase
+	b.Status.VolumeSnapshotsCompleted = snapshotsCompleted
+	return b
+}
+
+var inProgress = backupIn(velerov1.BackupPhaseInProgress, 0)
+
+// want describes an expected OperationProgress; desc and errText are substrings.
+type want struct {
+	completed    bool
+	n, total     int64
+	desc, errTxt string
+}
+
+func checkProgress(t *testing.T, p velero.OperationProgress, err error, w want) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Progress returned an error (Velero would fail the operation): %v", err)
+	}
+	if p.Completed != w.completed || p.NCompleted != w.n || p.NTotal != w.total || p.OperationUnits != "%" {
+		t.Errorf("completed=%v %d/%d %s; want completed=%v %d/%d %%", p.Completed, p.NCompleted, p.NTotal, p.OperationUnits, w.completed, w.n, w.total)
+	}
+	if !strings.Contains(p.Description, w.desc) {
+		t.Errorf("description %q does not contain %q", p.Description, w.desc)
+	}
+	if w.errTxt == "" && p.Err != "" || !strings.Contains(p.Err, w.errTxt) {
+		t.Errorf("Err %q, want one containing %q", p.Err, w.errTxt)
+	}
+	if p.Updated.IsZero() {
+		t.Errorf("Updated not set")
+	}
+}
+
+func TestProgress(t *testing.T) {
+	intent := toDest(TagCopyKMSKeyID, "alias/dr", TagCopyCompletionMinutes, "60", TagPV, "pv-1")
+	src := func(state types.SnapshotState, opts ...snapOpt) types.Snapshot {
+		return snapshot("snap-0000000a", volA, state, opts...)
+	}
+	done := src(types.SnapshotStateCompleted, intent)
+	recently := t0.Add(-time.Minute).Format(time.RFC3339)
+	tests := []struct {
+		name        string
+		east, west  []types.Snapshot
+		eastFails   []error // DescribeSnapshots answers in the source region
+		westFails   []error
+		copyAnswers []error
+		want        want
+		wantLog     []string // mutating calls, in order
+		start       time.Duration
+		check       func(t *testing.T, m *mutations)
+	}{
+		{name: "source pending", east: []types.Snapshot{src(types.SnapshotStatePending, intent, progress("45%"))},
+			want: want{n: 45, total: 200, desc: "snapshot snap-0000000a in us-east-1: 45%"}},
+		{name: "source pending, no copy wanted", east: []types.Snapshot{src(types.SnapshotStatePending, progress("7%"))},
+			want: want{n: 7, total: 100, desc: "snapshot snap-0000000a in us-east-1: 7%"}},
+		{name: "completed without copy intent", east: []types.Snapshot{src(types.SnapshotStateCompleted)},
+			want: want{completed: true, n: 100, total: 100, desc: "snap-0000000a in us-east-1 completed"}},
+		{name: "completed: mark, then copy", east: []types.Snapshot{done},
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2: 0%"},
+			wantLog: []string{
+				"CreateTags snap-0000000a map[" + TagCopyRequestedAt + ":" + t0.Format(time.RFC3339) + "]",
+				"CopySnapshot snap-0000000a",
+			},
+			check: func(t *testing.T, m *mutations) {
+				in := m.copies[0]
+				if aws.ToString(in.SourceRegion) != srcRegion || aws.ToString(in.KmsKeyId) != "alias/dr" || !aws.ToBool(in.Encrypted) ||
+					aws.ToInt32(in.CompletionDurationMinutes) != 60 {
+					t.Errorf("CopySnapshot %+v", in)
+				}
+				if got, want := fmt.Sprint(tagMap(in.TagSpecifications[0].Tags)), fmt.Sprint(tagMap(copyTags(done, srcRegion))); got != want {
+					t.Errorf("copy tags %s, want %s", got, want)
+				}
+			}},
+		{name: "copy without KMS key or duration", east: []types.Snapshot{src(types.SnapshotStateCompleted, toDest())},
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001"}, wantLog: []string{"CreateTags", "CopySnapshot"},
+			check: func(t *testing.T, m *mutations) {
+				if in := m.copies[0]; in.KmsKeyId != nil || in.Encrypted != nil || in.CompletionDurationMinutes != nil {
+					t.Errorf("CopySnapshot %+v", in)
+				}
+			}},
+		{name: "copy pending", east: []types.Snapshot{done}, west: []types.Snapshot{copyOfSnap("snap-0000000b", done, types.SnapshotStatePending, progress("30%"))},
+			want: want{n: 130, total: 200, desc: "copy snap-0000000b to us-west-2: 30%"}},
+		{name: "copy completed", east: []types.Snapshot{done}, west: []types.Snapshot{copyOfSnap("snap-0000000b", done, types.SnapshotStateCompleted)},
+			want: want{completed: true, n: 200, total: 200, desc: "snap-0000000a in us-east-1 and its copy snap-0000000b in us-west-2 completed"}},
+		{name: "a completed copy beats a failed one", east: []types.Snapshot{done}, west: []types.Snapshot{
+			copyOfSnap("snap-0000000b", done, types.SnapshotStateError, message("boom")),
+			copyOfSnap("snap-0000000c", done, types.SnapshotStateCompleted, startedAt(time.Hour)),
+		}, want: want{completed: true, n: 200, total: 200, desc: "snap-0000000c"}},
+		{name: "snapshot in error", east: []types.Snapshot{src(types.SnapshotStateError, intent, message("internal EBS failure"))},
+			want: want{completed: true, total: 200, errTxt: "snapshot snap-0000000a of volume " + volA + " in us-east-1 failed: internal EBS failure"}},
+		{name: "a good snapshot beats a failed one", east: []types.Snapshot{
+			src(types.SnapshotStateError, message("x")),
+			snapshot("snap-0000000d", volA, types.SnapshotStateCompleted, startedAt(time.Minute)),
+		}, want: want{completed: true, n: 100, total: 100, desc: "snap-0000000d"}, start: time.Minute},
+		{name: "copy in error", east: []types.Snapshot{done}, west: []types.Snapshot{copyOfSnap("snap-0000000b", done, types.SnapshotStateError, message("KMS key disabled"))},
+			want: want{completed: true, n: 100, total: 200, errTxt: "copy snap-0000000b of snapshot snap-0000000a to us-west-2 failed: KMS key disabled"}},
+		{name: "throttled", east: []types.Snapshot{done}, eastFails: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
+			want: want{desc: "waiting for EC2: describing the snapshots of backup nightly in us-east-1"}},
+		{name: "5xx", east: []types.Snapshot{done}, eastFails: []error{httpErr(500, "InternalError")}, want: want{desc: "InternalError"}},
+		{name: "no answer", east: []types.Snapshot{done}, eastFails: []error{netErr()}, want: want{desc: "connection reset"}},
+		{name: "copy region throttled", east: []types.Snapshot{done}, westFails: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
+			want: want{desc: "copies of backup nightly in us-west-2"}},
+		{name: "copy refused", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, "InvalidParameterValue")},
+			want:    want{completed: true, n: 100, total: 200, errTxt: "copy of snapshot snap-0000000a to us-west-2 refused"},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
+		{name: "copy queued", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, ec2api.CodeResourceLimitExceeded)},
+			want:    want{n: 100, total: 200, desc: "queued"},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
+		{name: "copy throttled", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
+			want:    want{n: 100, total: 200, desc: "queued"},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
+		{name: "copy outcome unknown", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(500, "InternalError")},
+			want:    want{n: 100, total: 200, desc: "copy of snap-0000000a to us-west-2 requested; waiting for EC2 to list it"},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a"}},
+		{name: "another process asked for the copy recently", east: []types.Snapshot{src(types.SnapshotStateCompleted, toDest(TagCopyRequestedAt, recently))},
+			want: want{n: 100, total: 200, desc: "requested; waiting for EC2 to list it"}},
+		{name: "another process asked long ago", east: []types.Snapshot{src(types.SnapshotStateCompleted, toDest(TagCopyRequestedAt, t0.Add(-time.Hour).Format(time.RFC3339)))},
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001"}, wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.east...)
+			f.dst().add(tt.west...)
+			f.src().failNext(tt.eastFails...)
+			f.dst().failNext(tt.westFails...)
+			m := f.serveTracker(map[string][]error{"snap-0000000a": tt.copyAnswers})
+			p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+			checkProgress(t, p, err, tt.want)
+			if tt.want.total != 0 && !p.Started.Equal(t0.Add(tt.start)) {
+				t.Errorf("Started %v, want the snapshot's start %v", p.Started, t0.Add(tt.start))
+			}
+			if len(m.log) != len(tt.wantLog) {
+				t.Fatalf("mutating calls %q, want %q", m.log, tt.wantLog)
+			}
+			for i, w := range tt.wantLog {
+				if !strings.HasPrefix(m.log[i], w) {
+					t.Errorf("call %d: %q, want %q", i, m.log[i], w)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, m)
+			}
+		})
+	}
+}
+
+// NCompleted only moves forward as a snapshot and its copy advance.
+func TestProgressPhases(t *testing.T) {
+	f := newFixture(t)
+	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStatePending, toDest(), progress("60%")))
+	m := f.serveTracker(nil)
+	tr := f.tracker()
+	step := func(mutate func()) velero.OperationProgress {
+		f.clk.Step(10 * time.Second) // the next reconcile
+		mutate()
+		p, err := tr.Progress(context.Background(), opID(volA), inProgress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	setState := func(r *region, id string, state types.SnapshotState, pr string) func() {
+		return func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i := range r.snaps {
+				if aws.ToString(r.snaps[i].SnapshotId) == id {
+					r.snaps[i].State, r.snaps[i].Progress = state, aws.String(pr)
+				}
+			}
+		}
+	}
+	var last int64
+	for i, p := range []velero.OperationProgress{
+		step(func() {}),
+		step(setState(f.src(), "snap-0000000a", types.SnapshotStateCompleted, "100%")),
+		step(setState(f.dst(), "snap-c0000001", types.SnapshotStatePending, "40%")),
+		step(setState(f.dst(), "snap-c0000001", types.SnapshotStateCompleted, "100%")),
+	} {
+		if p.NCompleted < last || p.NTotal != 200 {
+			t.Errorf("step %d: %d/%d after %d", i, p.NCompleted, p.NTotal, last)
+		}
+		last = p.NCompleted
+		if i == 3 && (!p.Completed || p.NCompleted != 200) {
+			t.Errorf("not completed at the end: %+v", p)
+		}
+	}
+	if n := m.count("CopySnapshot"); n != 1 {
+		t.Errorf("%d copies, want 1", n)
+	}
+}
+
+func TestProgressMalformedOperationID(t *testing.T) {
+	f := newFixture(t) // no EC2 call expected
+	for _, id := range []string{"", "ebs:v1:us-east-1:vol-x:1", "other:thing"} {
+		if _, err := f.tracker().Progress(context.Background(), id, inProgress); err == nil {
+			t.Errorf("no error for operation ID %q", id)
+		}
+	}
+}
+
+// A definite refusal by EC2 (not throttling, 5xx or no answer) is returned.
+func TestProgressDefiniteDescribeError(t *testing.T) {
+	f := newFixture(t)
+	f.src().failNext(httpErr(403, "UnauthorizedOperation"))
+	f.serveTracker(nil)
+	_, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+	wantErr(t, err, "UnauthorizedOperation")
+}
+
+func TestProgressNotFound(t *testing.T) {
+	other := snapshot("snap-0000000f", volN(9), types.SnapshotStateCompleted)
+	waiting := velerov1.BackupPhaseWaitingForPluginOperations
+	tests := []struct {
+		name    string
+		listed  []types.Snapshot
+		backup  *velerov1.Backup
+		elapsed time.Duration
+		done    bool
+	}{
+		{name: "backup still running", listed: []types.Snapshot{other}, backup: backupIn(velerov1.BackupPhaseInProgress, 1)},
+		{name: "every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), done: true},
+		{name: "partially failed, every completed snapshot listed", listed: []types.Snapshot{other},
+			backup: backupIn(velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed, 1), done: true},
+		{name: "no native snapshot at all", backup: backupIn(waiting, 0), done: true},
+		{name: "EC2 lists fewer than Velero completed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 2)},
+		{name: "within the grace period", backup: backupIn(velerov1.BackupPhaseInProgress, 1), elapsed: 14 * time.Minute},
+		{name: "after the grace period", backup: backupIn(velerov1.BackupPhaseInProgress, 1), elapsed: 16 * time.Minute, done: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.listed...)
+			f.serveTracker(nil)
+			f.clk.Step(tt.elapsed)
+			p, err := f.tracker().Progress(context.Background(), opID(volA), tt.backup)
+			w := want{desc: "waiting for EC2 to list the snapshot of volume " + volA + " in us-east-1"}
+			if tt.done {
+				w = want{completed: true, desc: "no native snapshot of volume " + volA + " was taken"}
+			}
+			checkProgress(t, p, err, w)
+		})
+	}
+}
+
+// One reconcile (many Progress calls within the cache lifetime) describes each region once.
+func TestProgressCache(t *testing.T) {
+	for _, withCopy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", withCopy), func(t *testing.T) {
+			f := newFixture(t)
+			for i := 0; i < 10; i++ {
+				s := snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStatePending, progress("10%"))
+				if withCopy {
+					toDest()(&s)
+				}
+				f.src().add(s)
+			}
+			f.serveTracker(nil)
+			tr := f.tracker()
+			wantWest := map[bool]int{false: 0, true: 1}[withCopy]
+			for round := 1; round <= 2; round++ {
+				for i := 0; i < 10; i++ {
+					if _, err := tr.Progress(context.Background(), opID(volN(i)), inProgress); err != nil {
+						t.Fatal(err)
+					}
+					f.clk.Step(100 * time.Millisecond)
+				}
+				if e, w := f.src().describeCount(), f.dst().describeCount(); e != round || w != round*wantWest {
+					t.Errorf("round %d: %d DescribeSnapshots in us-east-1, %d in us-west-2; want %d and %d", round, e, w, round, round*wantWest)
+				}
+				f.clk.Step(5 * time.Second) // the cache lifetime
+			}
+		})
+	}
+}
+
+// With 25 completed sources and 20 slots, the first call starts the 20 oldest copies; the
+// other calls of the reconcile start none.
+func TestProgressFillsCopySlots(t *testing.T) {
+	f := newFixture(t)
+	const n = 25
+	for _, i := range []int{7, 24, 3, 12, 0, 19, 20, 5, 16, 9, 22, 1, 14, 11, 18, 2, 23, 6, 10, 15, 4, 21, 8, 13, 17} {
+		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Minute)))
+	}
+	m := f.serveTracker(nil)
+	tr := f.tracker()
+	p, err := tr.Progress(context.Background(), opID(volN(n-1)), inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 in flight)"})
+	if got := m.count("CopySnapshot"); got != 20 {
+		t.Fatalf("%d CopySnapshot calls, want 20", got)
+	}
+	for i, in := range m.copies {
+		if got, want := aws.ToString(in.SourceSnapshotId), fmt.Sprintf("snap-%08x", i); got != want {
+			t.Errorf("copy %d of %s, want %s (oldest first)", i, got, want)
+		}
+	}
+	if m.count("CreateTags") != 1 || !strings.Contains(m.log[0], fmt.Sprintf("snap-%08x", 19)) {
+		t.Errorf("want one CreateTags marking the batch first: %q", m.log)
+	}
+	for i := 0; i < n; i++ {
+		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
+		w := want{n: 100, total: 200, desc: "waiting for a copy slot"}
+		if i < 20 {
+			w.desc = "copy snap-c"
+		}
+		checkProgress(t, p, err, w)
+	}
+	if got := m.count("CopySnapshot"); got != 20 {
+		t.Errorf("%d CopySnapshot calls after the reconcile, want still 20", got)
+	}
+}
+
+// Once EC2 says the copy is queued, the other calls of the reconcile do not ask again.
+func TestProgressQueuedAsksOncePerReconcile(t *testing.T) {
+	bug(t, "after ResourceLimitExceeded (or throttling) on CopySnapshot, fillCopySlots unmarks the sources in the "+
+		"cached view, so every other Progress call of the same reconcile retries: one CreateTags, one CopySnapshot "+
+		"and one DeleteTags per operation per reconcile, O(N) mutating calls against EC2's 50/5 bucket exactly "+
+		"when EC2 is already saturated")
+	f := newFixture(t)
+	answers := map[string][]error{}
+	for i := 0; i < 5; i++ {
+		id := fmt.Sprintf("snap-%08x", i)
+		f.src().add(snapshot(id, volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Minute)))
+		for j := 0; j < 10; j++ {
+			answers[id] = append(answers[id], httpErr(400, ec2api.CodeResourceLimitExceeded))
+		}
+	}
+	m := f.serveTracker(answers)
+	tr := f.tracker()
+	for i := 0; i < 5; i++ {
+		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
+		checkProgress(t, p, err, want{n: 100, total: 200, desc: "queued"})
+	}
+	if got := m.count("CopySnapshot"); got != 1 {
+		t.Errorf("%d CopySnapshot calls in one reconcile after EC2 queued the first; want 1", got)
+	}
+}
+
+// After a CopySnapshot whose outcome is unknown, no second copy is asked for within the copy
+// grace period, by this Tracker or by a new one (a restarted plugin); after it, one is.
+func TestProgressAmbiguousCopy(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest()))
+			m := f.serveTracker(map[string][]error{"snap-0000000a": {netErr()}})
+			tr := f.tracker()
+			progress := func(w want) {
+				t.Helper()
+				if restart {
+					tr = f.tracker()
+				}
+				p, err := tr.Progress(context.Background(), opID(volA), inProgress)
+				checkProgress(t, p, err, w)
+			}
+			requested := want{n: 100, total: 200, desc: "requested; waiting for EC2 to list it"}
+			progress(requested)
+			progress(requested) // same reconcile
+			for _, d := range []time.Duration{10 * time.Second, time.Minute, 49 * time.Second} {
+				f.clk.Step(d) // later reconciles, within the 2 min grace
+				progress(requested)
+			}
+			if got := m.count("CopySnapshot"); got != 1 {
+				t.Fatalf("%d CopySnapshot calls within the grace period, want 1", got)
+			}
+			f.clk.Step(2 * time.Second) // past the grace
+			progress(want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"})
+			if got := m.count("CopySnapshot"); got != 2 {
+				t.Errorf("%d CopySnapshot calls after the grace period, want 2", got)
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	tests := []struct {
+		name      string
+		east      []types.Snapshot
+		west      []types.Snapshot
+		deleteErr error
+		id        string
+		wantWest  []string
+		wantErr   []string
+	}{
+		{name: "pending copy deleted", east: []types.Snapshot{src}, west: []types.Snapshot{copyOfSnap("snap-0000000b", src, types.SnapshotStatePending)},
+			wantWest: []string{"snap-0000000b"}},
+		{name: "completed copy kept", east: []types.Snapshot{src}, west: []types.Snapshot{copyOfSnap("snap-0000000b", src, types.SnapshotStateCompleted)}},
+		{name: "no copy", east: []types.Snapshot{src}},
+		{name: "source pending", east: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStatePending, toDest())}},
+		{name: "no snapshot"},
+		{name: "copy already gone", east: []types.Snapshot{src}, west: []types.Snapshot{copyOfSnap("snap-0000000b", src, types.SnapshotStatePending)},
+			deleteErr: httpErr(400, ec2api.CodeSnapshotNotFound), wantWest: []string{"snap-0000000b"}},
+		{name: "deletion fails", east: []types.Snapshot{src}, west: []types.Snapshot{copyOfSnap("snap-0000000b", src, types.SnapshotStatePending)},
+			deleteErr: httpErr(500, "InternalError"), wantWest: []string{"snap-0000000b"}, wantErr: []string{"snap-0000000b", "us-west-2"}},
+		{name: "malformed operation ID", id: "ebs:v9:x", wantErr: []string{"ebs:v9:x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.east...)
+			f.dst().add(tt.west...)
+			f.dst().deleteErr["snap-0000000b"] = tt.deleteErr
+			f.serveTracker(nil)
+			id := tt.id
+			if id == "" {
+				id = opID(volA)
+			}
+			err := f.tracker().Cancel(context.Background(), id, inProgress)
+			wantErr(t, err, tt.wantErr...)
+			if len(f.src().deleted) != 0 {
+				t.Errorf("deleted %v in the source region; the source belongs to the backup", f.src().deleted)
+			}
+			if fmt.Sprint(f.dst().deleted) != fmt.Sprint(tt.wantWest) && len(f.dst().deleted)+len(tt.wantWest) > 0 {
+				t.Errorf("deleted %v in us-west-2, want %v", f.dst().deleted, tt.wantWest)
+			}
+		})
+	}
+}
