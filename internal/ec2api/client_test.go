@@ -1,0 +1,65 @@
+package ec2api
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// isolate keeps the SDK's default chain away from the machine's own AWS settings.
+func isolate(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+		"AWS_ACCESS_KEY_ID":           "AKIDTEST",
+		"AWS_SECRET_ACCESS_KEY":       "secret",
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_PROFILE":                 "",
+		"AWS_REGION":                  "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func TestFactoryReusesClients(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	f := NewFactory()
+	a, err := f.Client(ctx, "us-east-1", Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		get      func() (EC2, error)
+		wantSame bool
+	}{
+		{"same region", func() (EC2, error) { return f.Client(ctx, "us-east-1", Credentials{}) }, true},
+		{"through ForCredentials", func() (EC2, error) { return f.ForCredentials(Credentials{})(ctx, "us-east-1") }, true},
+		{"other region", func() (EC2, error) { return f.Client(ctx, "us-west-2", Credentials{}) }, false},
+		{"other credentials file", func() (EC2, error) {
+			return f.Client(ctx, "us-east-1", Credentials{File: filepath.Join(t.TempDir(), "creds")})
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := tt.get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (a == b) != tt.wantSame {
+				t.Errorf("same client: %v, want %v", a == b, tt.wantSame)
+			}
+		})
+	}
+}
+
+func TestFactoryUnknownProfile(t *testing.T) {
+	isolate(t)
+	_, err := NewFactory().Client(context.Background(), "eu-west-1", Credentials{Profile: "nope"})
+	if err == nil || !strings.Contains(err.Error(), "eu-west-1") {
+		t.Errorf("error %v, want one naming the region", err)
+	}
+}
