@@ -39,8 +39,9 @@ func (f *fixture) expectVolume(v types.Volume) {
 // createCalls answers CreateSnapshot from answers (nil: success with snap-0000000N; the last
 // answer repeats) and records the input and clock time of each call.
 type createCalls struct {
-	ins   []*ec2.CreateSnapshotInput
-	times []time.Time
+	ins    []*ec2.CreateSnapshotInput
+	times  []time.Time
+	before func(n int) // called before answering call n (from 0), when set
 }
 
 func (f *fixture) serveCreate(answers ...error) *createCalls {
@@ -48,6 +49,9 @@ func (f *fixture) serveCreate(answers ...error) *createCalls {
 	f.src().m.EXPECT().CreateSnapshot(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, in *ec2.CreateSnapshotInput, _ ...func(*ec2.Options)) (*ec2.CreateSnapshotOutput, error) {
 			n := len(cc.ins)
+			if cc.before != nil {
+				cc.before(n)
+			}
 			cc.ins = append(cc.ins, in)
 			cc.times = append(cc.times, f.clk.Now())
 			if err := answers[min(n, len(answers)-1)]; err != nil {
@@ -246,6 +250,31 @@ func TestCreateSnapshotAmbiguityWindow(t *testing.T) {
 	}
 	if gap := cc.times[1].Sub(cc.times[0]); gap < 30*time.Second {
 		t.Errorf("second CreateSnapshot %s after the ambiguous one; want at least the 30s window", gap)
+	}
+}
+
+// A per-volume refusal right after an ambiguous failure says the first request took effect:
+// the snapshot is looked up again before another request.
+func TestCreateSnapshotAmbiguousThenPerVolumeRate(t *testing.T) {
+	bug(t, "after an ambiguous CreateSnapshot and a lookup that finds nothing yet, the next CreateSnapshot gets "+
+		"SnapshotCreationPerVolumeRateExceeded (evidence the first one was made), but CreateSnapshot only waits 15 s "+
+		"and requests again without looking the snapshot up, so a late-listed first snapshot is duplicated")
+	f := newFixture(t)
+	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+	cc := f.serveCreate(httpErr(500, "InternalError"), httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil)
+	cc.before = func(n int) {
+		if n == 1 { // EC2 lists the first snapshot from now on
+			f.src().add(snapshot("snap-00000001", volA, types.SnapshotStatePending))
+		}
+	}
+	f.src().serveDescribe()
+	s := f.snapshotter(Config{Region: srcRegion})
+	id, ok := onClock(f, time.Hour, func(ctx context.Context) string {
+		id, _ := s.CreateSnapshot(ctx, volA, veleroTags)
+		return id
+	})
+	if !ok || id != "snap-00000001" || len(cc.ins) != 2 {
+		t.Errorf("got %q after %d CreateSnapshot calls; want the first snapshot, snap-00000001, after 2", id, len(cc.ins))
 	}
 }
 
