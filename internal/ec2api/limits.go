@@ -78,9 +78,16 @@ func newRequestLimiter() *requestLimiter {
 
 type classKey struct{}
 
+// retryStep is the ID of the SDK's retry loop in the Finalize step.
+const retryStep = "Retry"
+
 // addTo installs the limiter in an operation's middleware stack: the request is classified once,
-// and every attempt, retries included, waits for a token of its class.
+// and every attempt, retries included, waits for a token of its class. A stack without attempts
+// (the SDK presigning CopySnapshot's source-region request) sends nothing and is left alone.
 func (l *requestLimiter) addTo(stack *middleware.Stack) error {
+	if _, ok := stack.Finalize.Get(retryStep); !ok {
+		return nil
+	}
 	classifyStep := middleware.InitializeMiddlewareFunc("RequestClass",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			return next.HandleInitialize(middleware.WithStackValue(ctx, classKey{}, classify(in.Parameters)), in)
@@ -96,5 +103,5 @@ func (l *requestLimiter) addTo(stack *middleware.Stack) error {
 			}
 			return next.HandleFinalize(ctx, in)
 		})
-	return stack.Finalize.Insert(waitStep, "Retry", middleware.After)
+	return stack.Finalize.Insert(waitStep, retryStep, middleware.After)
 }
