@@ -63,20 +63,44 @@ func TestLimiterRates(t *testing.T) {
 	}
 }
 
-// Through a client, a request draws a token from its class's bucket only.
+// Through a client, a request draws a token from its class's bucket only. CopySnapshot also
+// builds a presigned request for the source region, which is never sent.
 func TestLimiterMiddleware(t *testing.T) {
-	srv := &fakeHTTP{answers: []fakeAnswer{{status: 200, body: describeVolumesOK}}}
-	l := newRequestLimiter()
-	c := testClient(srv, nil, l.addTo)
-	if _, err := c.DescribeVolumes(context.Background(), &ec2.DescribeVolumesInput{VolumeIds: []string{"vol-01234567"}}); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		body  string
+		call  func(c *ec2.Client) error
+		class actionClass
+	}{
+		{"DescribeVolumes", describeVolumesOK, func(c *ec2.Client) error {
+			_, err := c.DescribeVolumes(context.Background(), &ec2.DescribeVolumesInput{VolumeIds: []string{"vol-01234567"}})
+			return err
+		}, describeFiltered},
+		{"CreateSnapshot", createSnapshotOK, func(c *ec2.Client) error {
+			_, err := c.CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{VolumeId: aws.String("vol-01234567")})
+			return err
+		}, createSnapshot},
+		{"CopySnapshot", copySnapshotOK, func(c *ec2.Client) error {
+			_, err := c.CopySnapshot(context.Background(), &ec2.CopySnapshotInput{SourceRegion: aws.String("us-west-2"), SourceSnapshotId: aws.String("snap-01234567")})
+			return err
+		}, otherMutating},
 	}
-	if got := l.buckets[describeFiltered].Tokens(); got > 99.5 {
-		t.Errorf("describe bucket has %.2f tokens after a request; want one spent", got)
-	}
-	for _, class := range []actionClass{describeUnfiltered, createSnapshot, otherMutating} {
-		if got := l.buckets[class].Tokens(); got < float64(l.buckets[class].Burst()) {
-			t.Errorf("class %d spent a token (%.2f left)", class, got)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fakeHTTP{answers: []fakeAnswer{{status: 200, body: tt.body}}}
+			l := newRequestLimiter()
+			if err := tt.call(testClient(h, nil, l.addTo)); err != nil {
+				t.Fatal(err)
+			}
+			if h.attempts != 1 {
+				t.Errorf("%d requests sent, want 1", h.attempts)
+			}
+			for class, b := range l.buckets {
+				spent := b.Tokens() < float64(b.Burst())-0.5
+				if spent != (class == tt.class) {
+					t.Errorf("class %d: %.2f of %d tokens left", class, b.Tokens(), b.Burst())
+				}
+			}
+		})
 	}
 }

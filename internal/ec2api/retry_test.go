@@ -20,6 +20,7 @@ import (
 
 const (
 	createSnapshotOK   = `<CreateSnapshotResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><snapshotId>snap-01234567</snapshotId><status>pending</status></CreateSnapshotResponse>`
+	copySnapshotOK     = `<CopySnapshotResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><snapshotId>snap-89abcdef</snapshotId></CopySnapshotResponse>`
 	describeVolumesOK  = `<DescribeVolumesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><volumeSet/></DescribeVolumesResponse>`
 	ec2ErrorBodyFormat = `<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>%s</Code><Message>m</Message></Error></Errors><RequestID>r</RequestID></Response>`
 )
@@ -55,11 +56,13 @@ func (f *fakeHTTP) Do(*http.Request) (*http.Response, error) {
 // testClient is an EC2 client on fake HTTP with retryer (or the SDK's default) and apiOptions.
 func testClient(h *fakeHTTP, retryer aws.Retryer, apiOptions ...func(*middleware.Stack) error) *ec2.Client {
 	return ec2.New(ec2.Options{
-		Region:      "us-east-1",
-		HTTPClient:  h,
-		Credentials: aws.AnonymousCredentials{},
-		Retryer:     retryer,
-		APIOptions:  apiOptions,
+		Region:     "us-east-1",
+		HTTPClient: h,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret"}, nil
+		}),
+		Retryer:    retryer,
+		APIOptions: apiOptions,
 	})
 }
 
