@@ -55,3 +55,23 @@ func TestParseOperationIDErrors(t *testing.T) {
 		})
 	}
 }
+
+// Backup and restore operation IDs round-trip, and neither parses as the other.
+func TestVolumeOperationID(t *testing.T) {
+	op := Operation{Region: srcRegion, VolumeID: volA, Issued: t0}
+	vop := VolumeOperation{op}
+	got, err := ParseVolumeOperationID(vop.String())
+	wantErr(t, err)
+	if got != vop {
+		t.Errorf("round trip: got %+v, want %+v", got, vop)
+	}
+	if vop.String() == op.String() {
+		t.Errorf("restore and backup operations share the ID %s", op)
+	}
+	if _, err := ParseOperationID(vop.String()); err == nil {
+		t.Errorf("restore operation %s parsed as a backup operation", vop)
+	}
+	if _, err := ParseVolumeOperationID(op.String()); err == nil {
+		t.Errorf("backup operation %s parsed as a restore operation", op)
+	}
+}
