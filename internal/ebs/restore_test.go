@@ -227,3 +227,30 @@ func TestVolumeZone(t *testing.T) {
 		t.Errorf("volume in %q (%v), want us-east-1a", az, err)
 	}
 }
+
+// As upstream: with AWS_CLUSTER_NAME set, a restored volume belongs to this cluster, not to the
+// one whose volume was backed up.
+func TestCreateVolumeFromSnapshotClusterTags(t *testing.T) {
+	bug(t, "CreateVolumeFromSnapshot ignores AWS_CLUSTER_NAME: upstream (getTagsForCluster) tags a restored volume "+
+		"kubernetes.io/cluster/<name>=owned and KubernetesCluster=<name> and drops the backed-up cluster's ones; "+
+		"issue 3 asks for cluster tags as upstream, here the old cluster's ownership tags are copied as they are")
+	t.Setenv("AWS_CLUSTER_NAME", "dr")
+	f := newFixture(t)
+	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted,
+		withTags(TagVolumeType, "gp2", "kubernetes.io/cluster/prod", "owned", "KubernetesCluster", "prod", "Name", "data")))
+	f.src().serveDescribe()
+	got := f.src().serveCreateVolume(nil)
+	_, err := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}).
+		CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", "us-east-1a", nil)
+	wantErr(t, err)
+	tags := map[string]string{}
+	for _, ts := range (*got).TagSpecifications {
+		for k, v := range tagMap(ts.Tags) {
+			tags[k] = v
+		}
+	}
+	want := map[string]string{TagBackup: backupName, "kubernetes.io/cluster/dr": "owned", "KubernetesCluster": "dr", "Name": "data"}
+	if fmt.Sprint(tags) != fmt.Sprint(want) {
+		t.Errorf("volume tags %v, want %v", tags, want)
+	}
+}
