@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"maps"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 type VolumeSnapshotter struct {
 	clients *ec2api.Factory
 	log     logrus.FieldLogger
+	config  map[string]string
 	s       *ebs.Snapshotter
 }
 
@@ -23,14 +25,22 @@ func NewVolumeSnapshotter(clients *ec2api.Factory, log logrus.FieldLogger) *Volu
 	return &VolumeSnapshotter{clients: clients, log: log}
 }
 
-// Init validates the location's config.
+// Init validates the location's config. Velero calls it again before every restored volume;
+// the same config keeps the snapshotter, and with it what it learnt from EC2.
 func (v *VolumeSnapshotter) Init(config map[string]string) error {
+	if v.s != nil && maps.Equal(config, v.config) {
+		return nil
+	}
 	cfg, err := ebs.ParseConfig(config)
 	if err != nil {
 		return err
 	}
-	v.s = ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), ebs.WithLogger(v.log))
-	return v.s.ValidateRestoreZone(context.Background())
+	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), ebs.WithLogger(v.log))
+	if err := s.ValidateRestoreZone(context.Background()); err != nil {
+		return err
+	}
+	v.s, v.config = s, maps.Clone(config)
+	return nil
 }
 
 // CreateVolumeFromSnapshot creates a volume from the snapshot, or from its copy in this region.
