@@ -52,6 +52,15 @@ func httpErr(status int, code string) error {
 
 func netErr() error { return errors.New("connection reset") }
 
+// sdkNoAnswer is a request that got no answer, as the SDK reports it: a ResponseError without
+// an HTTP status around the transport's error.
+func sdkNoAnswer() error {
+	return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{}},
+		Err:      &smithyhttp.RequestSendError{Err: netErr()},
+	}}
+}
+
 // Snapshot builders.
 
 type snapOpt func(*types.Snapshot)

@@ -141,7 +141,10 @@ func checkProgress(t *testing.T, p velero.OperationProgress, err error, w want) 
 	if !strings.Contains(p.Description, w.desc) {
 		t.Errorf("description %q does not contain %q", p.Description, w.desc)
 	}
-	if w.errTxt == "" && p.Err != "" || !strings.Contains(p.Err, w.errTxt) {
+	switch {
+	case w.errTxt == "" && p.Err != "":
+		t.Errorf("Err %q, want none", p.Err)
+	case !strings.Contains(p.Err, w.errTxt):
 		t.Errorf("Err %q, want one containing %q", p.Err, w.errTxt)
 	}
 	if p.Updated.IsZero() {
@@ -535,4 +538,39 @@ func TestCancel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A request that got no answer, as the SDK reports it, is ambiguous everywhere: CreateSnapshot
+// looks the snapshot up, Progress keeps waiting, an unanswered copy is waited for.
+func TestNoAnswerAsTheSDKReportsIt(t *testing.T) {
+	bug(t, "ec2api.IsAmbiguous is false for the SDK's no-answer error (ResponseError with status 0), see "+
+		"ec2api TestNoAnswerThroughTheSDK: CreateSnapshot fails instead of looking up, Progress returns an "+
+		"error (Velero fails the operation), and an unanswered CopySnapshot is recorded as refused")
+	done := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	t.Run("CreateSnapshot", func(t *testing.T) {
+		f := newFixture(t)
+		f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
+		f.serveCreate(sdkNoAnswer())
+		f.src().serveDescribe()
+		f.src().add(snapshot("snap-00000001", volA, types.SnapshotStatePending))
+		id, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
+		if err != nil || id != "snap-00000001" {
+			t.Errorf("got %q, %v; want the snapshot the unanswered request made", id, err)
+		}
+	})
+	t.Run("Progress describe", func(t *testing.T) {
+		f := newFixture(t)
+		f.src().add(done)
+		f.src().failNext(sdkNoAnswer())
+		f.serveTracker(nil)
+		p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+		checkProgress(t, p, err, want{desc: "connection reset"})
+	})
+	t.Run("CopySnapshot", func(t *testing.T) {
+		f := newFixture(t)
+		f.src().add(done)
+		f.serveTracker(map[string][]error{"snap-0000000a": {sdkNoAnswer()}})
+		p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+		checkProgress(t, p, err, want{n: 100, total: 200, desc: "requested; waiting for EC2 to list it"})
+	})
 }
