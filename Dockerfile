@@ -1,0 +1,18 @@
+# Image for `velero plugin add`: an init container that copies the plugin into /target.
+# Build for several platforms with: docker buildx build --platform linux/amd64,linux/arm64 .
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+ARG TARGETOS
+ARG TARGETARCH
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" \
+      -o /out/plugins/velero-plugin-for-aws-async . && \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" \
+      -o /out/bin/cp-plugin ./internal/cmd/cp-plugin
+
+FROM scratch
+COPY --from=build /out/ /
+USER 65532:65532
+ENTRYPOINT ["/bin/cp-plugin", "/plugins/velero-plugin-for-aws-async", "/target"]

@@ -1,0 +1,47 @@
+# The two commands a new user needs: `make demo` and `make test`.
+BIN        ?= _output
+PLUGIN     := velero-plugin-for-aws-async
+IMAGE      ?= velero-async/velero-plugin-for-aws:dev
+PLATFORMS  ?= linux/amd64,linux/arm64
+FUZZTIME   ?= 10s
+
+.PHONY: all build test demo bench fuzz generate container clean
+
+all: build
+
+## build: the plugin binary and the EC2 simulator, into $(BIN)/
+build:
+	go build -o $(BIN)/$(PLUGIN) .
+	go build -o $(BIN)/ec2sim ./internal/cmd/ec2sim
+
+## test: vet and every test (unit, simulator, plugin binary, Velero harness integration)
+test:
+	go vet ./...
+	go test -timeout 30m ./...
+
+## demo: a 50-volume backup with copies, a restore in the copy region and the deletion, on the bundled EC2 simulator
+demo:
+	go run ./internal/cmd/demo $(DEMO_FLAGS)
+
+## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
+bench:
+	go run ./internal/cmd/bench -out bench-results.json $(BENCH_FLAGS)
+
+## fuzz: each fuzz test for $(FUZZTIME)
+fuzz:
+	@set -e; for pkg in $$(go list ./...); do \
+	  for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## generate: regenerate the EC2 mock
+generate:
+	go generate ./...
+
+## container: the multi-arch image for `velero plugin add` (needs docker buildx)
+container:
+	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) .
+
+clean:
+	rm -rf $(BIN) bench-results.json
