@@ -35,7 +35,7 @@ func RunBlocking(ctx context.Context, sc Scenario, measure int) (Result, error) 
 	res := Result{Strategy: "blocking", Volumes: sc.Volumes, Measured: measure}
 	start := time.Now()
 	for _, pv := range pvs {
-		if err := b.backupVolume(ctx, volumeIDOf(pv.Spec), pv.Name); err != nil {
+		if err := b.backupVolume(ctx, harness.VolumeIDOf(pv), pv.Name); err != nil {
 			res.FailedOps++
 		}
 	}

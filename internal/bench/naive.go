@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -115,7 +114,7 @@ func (naiveSnapshotter) GetVolumeID(pv runtime.Unstructured) (string, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pv.UnstructuredContent(), spec); err != nil {
 		return "", err
 	}
-	return volumeIDOf(spec.Spec), nil
+	return harness.VolumeIDOf(spec), nil
 }
 
 func (naiveSnapshotter) SetVolumeID(runtime.Unstructured, string) (runtime.Unstructured, error) {
@@ -215,15 +214,3 @@ func errorCode(err error) string {
 }
 
 func isNotFound(err error) bool { return errorCode(err) == "InvalidSnapshot.NotFound" }
-
-// volumeIDOf reads the EBS volume ID of an in-tree or CSI PV.
-func volumeIDOf(spec corev1api.PersistentVolumeSpec) string {
-	switch {
-	case spec.AWSElasticBlockStore != nil:
-		id := spec.AWSElasticBlockStore.VolumeID
-		return id[strings.LastIndex(id, "/")+1:]
-	case spec.CSI != nil:
-		return spec.CSI.VolumeHandle
-	}
-	return ""
-}

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"strings"
+
 	corev1api "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +65,18 @@ func (v Volume) PersistentVolume() *corev1api.PersistentVolume {
 		}}},
 	}}
 	return pv
+}
+
+// VolumeIDOf returns the EBS volume ID of an in-tree or EBS CSI PV, "" for other PVs.
+func VolumeIDOf(pv *corev1api.PersistentVolume) string {
+	switch {
+	case pv.Spec.AWSElasticBlockStore != nil:
+		id := pv.Spec.AWSElasticBlockStore.VolumeID
+		return id[strings.LastIndex(id, "/")+1:]
+	case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == EBSCSIDriver:
+		return pv.Spec.CSI.VolumeHandle
+	}
+	return ""
 }
 
 // regionOf strips the zone letter: us-east-1a → us-east-1.

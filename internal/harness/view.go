@@ -95,19 +95,21 @@ func (d *tableDisplay) Observe(s Status) {
 	fmt.Fprint(d.w, out)
 }
 
-// lineDisplay prints one line per reconcile and one per operation that ends.
+// lineDisplay prints a line when the phase or the operation counts change (at least every
+// 10 seconds while waiting), and one line per operation that ends.
 type lineDisplay struct {
-	w      io.Writer
-	phase  string
-	phases map[*Operation]itemoperation.OperationPhase
+	w       io.Writer
+	last    string
+	printed time.Duration
+	phases  map[*Operation]itemoperation.OperationPhase
 }
 
 func (d *lineDisplay) Observe(s Status) {
 	completed, failed := s.Count()
-	if s.Phase != d.phase || s.Reconciles > 0 {
-		fmt.Fprintf(d.w, "[%6.1fs] %s %s: %s, operations %d of %d completed, %d failed (reconcile %d)\n",
-			s.Elapsed.Seconds(), s.Kind, s.Name, s.Phase, completed, len(s.Operations), failed, s.Reconciles)
-		d.phase = s.Phase
+	line := fmt.Sprintf("%s %s: %s, operations %d of %d completed, %d failed", s.Kind, s.Name, s.Phase, completed, len(s.Operations), failed)
+	if line != d.last || s.Elapsed-d.printed >= 10*time.Second {
+		fmt.Fprintf(d.w, "[%6.1fs] %s (reconcile %d)\n", s.Elapsed.Seconds(), line, s.Reconciles)
+		d.last, d.printed = line, s.Elapsed
 	}
 	for _, op := range s.Operations {
 		if d.phases[op] == op.Status.Phase || op.Open() {

@@ -134,7 +134,7 @@ func TestSnapshotErrorFailsOnlyItsOperation(t *testing.T) {
 	cfg := fastConfig()
 	r := newRig(t, cfg, 10)
 	broken := r.pvs[3]
-	brokenVolume := broken.Spec.AWSElasticBlockStore.VolumeID[strings.LastIndex(broken.Spec.AWSElasticBlockStore.VolumeID, "/")+1:]
+	brokenVolume := harness.VolumeIDOf(broken)
 	r.sim.SetFaults(ec2sim.Faults{ErrorVolumes: []string{brokenVolume}})
 	res := r.backup(location(copyRegion), 0)
 	if got := string(res.Backup.Status.Phase); got != "PartiallyFailed" {
