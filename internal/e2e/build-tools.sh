@@ -18,24 +18,24 @@ mkdir -p "$bin"
 export GOWORK=off GOFLAGS=-mod=readonly
 NICE="nice -n ${E2E_NICE:-10}"
 
-# build NAME DIR ARGS... : runs "go build ARGS -o TMP" in DIR unless $bin/NAME exists.
+# build NAME DIR PKG [FLAGS...]: runs "go build FLAGS -o TMP PKG" in DIR unless $bin/NAME exists.
 build() {
-	local name=$1 dir=$2
-	shift 2
+	local name=$1 dir=$2 pkg=$3
+	shift 3
 	if [[ -x "$bin/$name" ]]; then
 		echo "build-tools: $name cached" >&2
 		return
 	fi
 	echo "build-tools: building $name ..." >&2
 	local start=$SECONDS
-	(cd "$dir" && $NICE go build "$@" -o "$bin/.$name.tmp")
+	(cd "$dir" && $NICE go build "$@" -o "$bin/.$name.tmp" "$pkg")
 	mv "$bin/.$name.tmp" "$bin/$name"
 	echo "build-tools: built $name in $((SECONDS - start))s" >&2
 }
 
 build fakes3 "$here/tools" ./cmd/fakes3
-build velero "$here/tools" \
-	-ldflags "-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=${VELERO_VERSION}" ./cmd/velero
+build velero "$here/tools" ./cmd/velero \
+	-ldflags "-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=${VELERO_VERSION}"
 build kube-apiserver "$here/tools/kube" .
 
 if [[ ! -x "$bin/velero-plugin-for-aws" ]]; then

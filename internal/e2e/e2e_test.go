@@ -68,6 +68,9 @@ func TestE2E(t *testing.T) {
 	if !r.sub("backup-without-volumes", r.smokeBackup) {
 		t.FailNow()
 	}
+	if r.pluginErr != nil {
+		t.Fatalf("this repository's plugin is not built, volume steps cannot run: %v", r.pluginErr)
+	}
 	r.sub("workload", func() { r.createWorkload(sim) })
 	r.sub("backup-with-progress", func() { r.volumeBackup(sim, "e2e-main", "") })
 	r.sub("resilience-kill-plugin", func() { r.volumeBackup(sim, "e2e-kill", "kill-plugin") })
@@ -255,7 +258,7 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 		go func() {
 			n, seen := 0, map[int]bool{}
 			defer func() { killed <- n }()
-			for n < 3 {
+			for n < 1 {
 				select {
 				case <-done:
 					return
@@ -282,7 +285,7 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	restarted := false
 	var waitingSince time.Time
 	describedWaiting := false
-	b := r.waitBackupDone(name, 10*time.Minute, func(b *velerov1.Backup) {
+	b := r.waitBackupDone(name, 5*time.Minute, func(b *velerov1.Backup) {
 		if b.Status.Phase != velerov1.BackupPhaseWaitingForPluginOperations {
 			return
 		}
@@ -296,7 +299,7 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 			r.restartVeleroServer()
 		}
 		if disrupt == "" && !describedWaiting {
-			d, err := r.velero("backup", "describe", name, "--details")
+			d, err := r.velero("backup", "describe", name, "--details", "--colorized=false")
 			if err != nil {
 				return
 			}
@@ -327,7 +330,7 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	if disrupt == "restart-server" && !restarted {
 		t.Errorf("backup never stayed in WaitingForPluginOperations long enough to restart the server")
 	}
-	d := r.mustVelero("backup", "describe", name, "--details")
+	d := r.mustVelero("backup", "describe", name, "--details", "--colorized=false")
 	r.saveDescribe(name+"-final", d)
 	if b.Status.Phase != velerov1.BackupPhaseCompleted {
 		logs, _ := r.velero("backup", "logs", name)
@@ -554,13 +557,13 @@ func (r *rig) drRestore(sim simClient, backup string) {
 	r.step("velero restore create %s --from-backup %s", name, backup)
 	out := r.mustVelero("restore", "create", name, "--from-backup", backup)
 	r.saw("%s", firstLine(out))
-	rs := r.waitRestoreDone(name, 10*time.Minute)
+	rs := r.waitRestoreDone(name, 5*time.Minute)
 	time.Sleep(500 * time.Millisecond)
 	r.saw("restore %s phases observed by watch: %v", name, pl.get())
 	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
 		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
 		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
-	d, _ := r.velero("restore", "describe", name, "--details")
+	d, _ := r.velero("restore", "describe", name, "--details", "--colorized=false")
 	r.saveDescribe(name+"-final", d)
 	if rs.Status.Phase != velerov1.RestorePhaseCompleted {
 		logs, _ := r.velero("restore", "logs", name)

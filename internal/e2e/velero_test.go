@@ -40,7 +40,7 @@ func (r *rig) startS3() {
 
 // startEC2Sim starts the EC2 simulator with short snapshot and copy durations.
 func (r *rig) startEC2Sim() simClient {
-	cfg := `{"regions":["us-east-1","us-west-2"],"snapshotDuration":{"min":"3s","max":"5s"},"copyDuration":{"min":"3s","max":"5s"}}`
+	cfg := `{"regions":{"us-east-1":{},"us-west-2":{}},"snapshotDuration":{"min":"3s","max":"5s"},"copyDuration":{"min":"4s","max":"6s"},"throttleScale":1}`
 	if c := os.Getenv("E2E_SIM_CONFIG"); c != "" {
 		cfg = c
 	}
