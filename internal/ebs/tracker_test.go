@@ -168,7 +168,7 @@ func TestProgress(t *testing.T) {
 		want        want
 		wantLog     []string // mutating calls, in order
 		start       time.Duration
-		check       func(t *testing.T, m *mutations)
+		check       func(t *testing.T, f *fixture, m *mutations)
 	}{
 		{name: "source pending", east: []types.Snapshot{src(types.SnapshotStatePending, intent, progress("45%"))},
 			want: want{n: 45, total: 200, desc: "snapshot snap-0000000a in us-east-1: 45%"}},
@@ -182,7 +182,7 @@ func TestProgress(t *testing.T) {
 				"CreateTags snap-0000000a map[" + TagCopyRequestedAt + ":" + t0.Format(time.RFC3339) + "]",
 				"CopySnapshot snap-0000000a",
 			},
-			check: func(t *testing.T, m *mutations) {
+			check: func(t *testing.T, _ *fixture, m *mutations) {
 				in := m.copies[0]
 				if aws.ToString(in.SourceRegion) != srcRegion || aws.ToString(in.KmsKeyId) != "alias/dr" || !aws.ToBool(in.Encrypted) ||
 					aws.ToInt32(in.CompletionDurationMinutes) != 60 {
@@ -194,7 +194,7 @@ func TestProgress(t *testing.T) {
 			}},
 		{name: "copy without KMS key or duration", east: []types.Snapshot{src(types.SnapshotStateCompleted, toDest())},
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001"}, wantLog: []string{"CreateTags", "CopySnapshot"},
-			check: func(t *testing.T, m *mutations) {
+			check: func(t *testing.T, _ *fixture, m *mutations) {
 				if in := m.copies[0]; in.KmsKeyId != nil || in.Encrypted != nil || in.CompletionDurationMinutes != nil {
 					t.Errorf("CopySnapshot %+v", in)
 				}
@@ -226,7 +226,12 @@ func TestProgress(t *testing.T) {
 			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
 		{name: "copy queued", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, ec2api.CodeResourceLimitExceeded)},
 			want:    want{n: 100, total: 200, desc: "queued"},
-			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"},
+			check: func(t *testing.T, f *fixture, _ *mutations) {
+				if v, ok := tagsOf(f.src().snaps[0])[TagCopyRequestedAt]; ok {
+					t.Errorf("copy-requested-at mark %q left on the queued source", v)
+				}
+			}},
 		{name: "copy throttled", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
 			want:    want{n: 100, total: 200, desc: "queued"},
 			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
@@ -260,7 +265,7 @@ func TestProgress(t *testing.T) {
 				}
 			}
 			if tt.check != nil {
-				tt.check(t, m)
+				tt.check(t, f, m)
 			}
 		})
 	}
