@@ -1,0 +1,78 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestSettings(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	defaults := newSettings(nil)
+	tests := []struct {
+		name string
+		opt  Option
+		get  func(settings) any
+		def  any // the documented default
+		set  any
+	}{
+		{"cache TTL", WithCacheTTL(time.Second), func(s settings) any { return s.cacheTTL }, 5 * time.Second, time.Second},
+		{"copy limit", WithCopyLimit(3), func(s settings) any { return s.copyLimit }, 20, 3},
+		{"copy grace", WithCopyGrace(time.Minute), func(s settings) any { return s.copyGrace }, 2 * time.Minute, time.Minute},
+		{"not-found grace", WithNotFoundGrace(time.Hour), func(s settings) any { return s.notFoundGrace }, 15 * time.Minute, time.Hour},
+		{"create patience", WithCreatePatience(time.Hour), func(s settings) any { return s.createPatience }, 10 * time.Minute, time.Hour},
+		{"ambiguity window", WithAmbiguityWindow(time.Minute), func(s settings) any { return s.ambiguityWindow }, 30 * time.Second, time.Minute},
+		{"clock", WithClock(clk), func(s settings) any { return s.clock.Now() }, nil, t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.def != nil && tt.get(defaults) != tt.def {
+				t.Errorf("default %v, want %v", tt.get(defaults), tt.def)
+			}
+			if got := tt.get(newSettings([]Option{tt.opt})); got != tt.set {
+				t.Errorf("set to %v, want %v", got, tt.set)
+			}
+		})
+	}
+}
+
+// Shorter settings take effect: a 1 s cache, a 1 min not-found grace, a copy limit of 2.
+func TestTrackerSettings(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 3; i++ {
+		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Minute)))
+	}
+	m := f.serveTracker(nil)
+	tr := f.tracker(WithCacheTTL(time.Second), WithNotFoundGrace(time.Minute), WithCopyLimit(2))
+	p, err := tr.Progress(context.Background(), opID(volN(2)), inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (2 in flight)"})
+	if n := m.count("CopySnapshot"); n != 2 {
+		t.Errorf("%d copies with a limit of 2", n)
+	}
+	f.clk.Step(61 * time.Second)
+	p, err = tr.Progress(context.Background(), opID(volA), inProgress)
+	checkProgress(t, p, err, want{completed: true, desc: "no native snapshot"})
+	if n := f.src().describeCount(); n != 2 {
+		t.Errorf("%d DescribeSnapshots, want 2 with a 1s cache", n)
+	}
+}
+
+func TestPercent(t *testing.T) {
+	for in, want := range map[string]int64{"45%": 45, "0%": 0, "100%": 100, "": 0, "abc": 0, "-5%": 0, "150%": 100, "7": 7} {
+		if got := percent(aws.String(in)); got != want {
+			t.Errorf("percent(%q) = %d, want %d", in, got, want)
+		}
+	}
+	if percent(nil) != 0 || progressText(aws.String("45%")) != "45%" || progressText(nil) != "0%" {
+		t.Errorf("percent(nil) = %d, progressText = %q", percent(nil), progressText(nil))
+	}
+	if got := truncate(strings.Repeat("x", 300), 255); len(got) != 255 {
+		t.Errorf("truncated to %d", len(got))
+	}
+}
