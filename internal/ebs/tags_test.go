@@ -160,3 +160,14 @@ func TestCopyTags(t *testing.T) {
 		})
 	}
 }
+
+// EC2 counts tag lengths in Unicode characters, not bytes.
+func TestMergeTagsCountsCharacters(t *testing.T) {
+	bug(t, "mergeTags measures keys and values with len() (bytes), but EC2 allows 128 and 256 Unicode characters: "+
+		"a valid volume tag in a non-ASCII script (e.g. a 100-character Japanese key, 300 bytes) is dropped from the snapshot")
+	key, value := strings.Repeat("日", 100), strings.Repeat("値", 200)
+	tags, dropped := mergeTags(map[string]string{key: "v", "k": value})
+	if len(tags) != 2 || len(dropped) != 0 {
+		t.Errorf("kept %d tags, dropped %d; want both kept", len(tags), len(dropped))
+	}
+}
