@@ -12,7 +12,8 @@ import (
 )
 
 // RunBlocking runs the blocking baseline on measure volumes (one after another: per volume
-// CreateSnapshot, wait until completed, CopySnapshot, wait until the copy completes) and
+// DescribeVolumes as core's GetVolumeInfo, CreateSnapshot, wait until completed,
+// CopySnapshot, wait until the copy completes) and
 // scales makespan and calls linearly to the scenario's volume count, which is exact for a
 // serial strategy. It polls every sync period.
 func RunBlocking(ctx context.Context, sc Scenario, measure int) (Result, error) {
@@ -51,6 +52,9 @@ type blocking struct {
 }
 
 func (b blocking) backupVolume(ctx context.Context, volumeID, pv string) error {
+	if _, err := b.src.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}}); err != nil {
+		return err
+	}
 	out, err := b.src.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(volumeID), TagSpecifications: []types.TagSpecification{{
 		ResourceType: types.ResourceTypeSnapshot, Tags: []types.Tag{{Key: aws.String("velero.io/pv"), Value: aws.String(pv)}},
 	}}})

@@ -111,7 +111,7 @@ func (rep *Report) Print(w io.Writer) {
 		}
 	}
 	if len(rep.Growth) > 0 {
-		fmt.Fprintf(w, "\nEC2 calls vs N for the plugin (%s):\n", rep.GrowthScenario.describe())
+		fmt.Fprintf(w, "\nEC2 calls vs N for the plugin (%s):\n", rep.GrowthScenario.conditions())
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "N\tEC2 calls\tper volume\treconciles\t3N+3×reconciles\tthrottled\tfailed ops\tmakespan\t")
 		for _, r := range rep.Growth {
@@ -134,8 +134,12 @@ func (rep *Report) Print(w io.Writer) {
 }
 
 func (sc Scenario) describe() string {
-	return fmt.Sprintf("%d volumes, snapshots %s, copies %s, sync period %s, throttling at %g× AWS's documented rates",
-		sc.Volumes, harness.RangeValue{R: &sc.Snapshots}, harness.RangeValue{R: &sc.Copies}, sc.SyncPeriod, sc.ThrottleScale)
+	return fmt.Sprintf("%d volumes, %s", sc.Volumes, sc.conditions())
+}
+
+func (sc Scenario) conditions() string {
+	return fmt.Sprintf("snapshots %s, copies %s, sync period %s, throttling at %g× AWS's documented rates",
+		harness.RangeValue{R: &sc.Snapshots}, harness.RangeValue{R: &sc.Copies}, sc.SyncPeriod, sc.ThrottleScale)
 }
 
 func printResults(w io.Writer, rs []Result) {

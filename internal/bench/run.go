@@ -98,7 +98,7 @@ func (r Runner) Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(o.Progress, "running %s…\n", what)
 		res, err := run()
 		if err == nil {
-			fmt.Fprintf(o.Progress, "  %s: makespan %.1fs, %d EC2 calls, %d failed operations\n", what, res.Makespan, res.TotalCalls, res.FailedOps)
+			fmt.Fprintf(o.Progress, "  %s: makespan %.1fs at N=%d, %d EC2 calls, %d failed operations\n", what, res.Makespan, res.Volumes, res.TotalCalls, res.FailedOps)
 		}
 		return res, err
 	}
@@ -111,7 +111,7 @@ func (r Runner) Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	blocking, err := step(fmt.Sprintf("blocking on %d volumes", o.BlockingVolumes), func() (Result, error) { return RunBlocking(ctx, sc, o.BlockingVolumes) })
+	blocking, err := step(fmt.Sprintf("blocking on %d volumes, scaled to N=%d", o.BlockingVolumes, sc.Volumes), func() (Result, error) { return RunBlocking(ctx, sc, o.BlockingVolumes) })
 	if err != nil {
 		return nil, err
 	}

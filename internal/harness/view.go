@@ -96,7 +96,7 @@ func (d *tableDisplay) Observe(s Status) {
 }
 
 // lineDisplay prints a line when the phase or the operation counts change (at least every
-// 10 seconds while waiting), and one line per operation that ends.
+// 10 seconds while waiting), and one line per operation that fails.
 type lineDisplay struct {
 	w       io.Writer
 	last    string
@@ -112,7 +112,7 @@ func (d *lineDisplay) Observe(s Status) {
 		d.last, d.printed = line, s.Elapsed
 	}
 	for _, op := range s.Operations {
-		if d.phases[op] == op.Status.Phase || op.Open() {
+		if d.phases[op] == op.Status.Phase || op.Status.Phase != itemoperation.OperationPhaseFailed {
 			continue
 		}
 		d.phases[op] = op.Status.Phase
