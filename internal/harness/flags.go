@@ -8,7 +8,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2sim"
 )
 
-// RangeValue is a command-line flag value for a simulator duration range, written "3s-6s"
+// RangeValue is a command-line flag value (flag.Value) for a simulator duration range, written "3s-6s"
 // or, for a fixed duration, "5s".
 type RangeValue struct{ R *ec2sim.DurationRange }
 
@@ -42,6 +42,3 @@ func (v RangeValue) Set(s string) error {
 	*v.R = ec2sim.Range(min, max)
 	return nil
 }
-
-// Type names the value for pflag's help.
-func (RangeValue) Type() string { return "range" }

@@ -5,13 +5,15 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/spf13/pflag"
 	"github.com/velero-async/velero-plugin-for-aws/internal/bench"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/harness"
@@ -30,7 +32,7 @@ func main() {
 	o.GrowthScenario.Snapshots = ec2sim.Range(time.Second, 2*time.Second)
 	o.GrowthScenario.Copies = ec2sim.Range(time.Second, 2*time.Second)
 	out := "bench-results.json"
-	fs := pflag.NewFlagSet("bench", pflag.ExitOnError)
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&out, "out", out, "where to write the results as JSON")
 	fs.IntVar(&o.Scenario.Volumes, "volumes", o.Scenario.Volumes, "volumes in the standard scenario")
 	fs.Var(harness.RangeValue{R: &o.Scenario.Snapshots}, "snapshot-duration", "snapshot duration in the standard scenario, MIN-MAX")
@@ -39,7 +41,17 @@ func main() {
 	fs.Float64Var(&o.Scenario.ThrottleScale, "throttle-scale", o.Scenario.ThrottleScale, "EC2 request rates as a multiple of AWS's")
 	fs.IntVar(&o.BlockingVolumes, "blocking-volumes", o.BlockingVolumes, "volumes the blocking baseline really backs up (scaled linearly)")
 	fs.IntVar(&o.CompareVolumes, "compare-volumes", o.CompareVolumes, "volume count of the plugin-versus-blocking comparison (0: skip)")
-	fs.IntSliceVar(&o.Growth, "growth", o.Growth, "volume counts of the EC2-calls growth runs")
+	fs.Func("growth", "comma-separated volume counts of the EC2-calls growth runs (default 10,100,1000)", func(v string) error {
+		o.Growth = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			o.Growth = append(o.Growth, n)
+		}
+		return nil
+	})
 	fs.Var(harness.RangeValue{R: &o.GrowthScenario.Snapshots}, "growth-snapshot-duration", "snapshot duration of the growth runs")
 	fs.Var(harness.RangeValue{R: &o.GrowthScenario.Copies}, "growth-copy-duration", "copy duration of the growth runs")
 	_ = fs.Parse(os.Args[1:])

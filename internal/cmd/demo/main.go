@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/spf13/pflag"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/harness"
@@ -36,7 +36,7 @@ func main() {
 		snapshots: ec2sim.Range(3*time.Second, 6*time.Second),
 		copies:    ec2sim.Range(5*time.Second, 10*time.Second),
 	}
-	fs := pflag.NewFlagSet("demo", pflag.ExitOnError)
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	fs.IntVar(&o.volumes, "volumes", 50, "number of EBS volumes (PVs) to back up")
 	fs.StringVar(&o.region, "region", "us-east-1", "region of the volumes")
 	fs.StringVar(&o.copyRegion, "copy-region", "us-west-2", "copyToRegion, and the region to restore in")
@@ -45,7 +45,7 @@ func main() {
 	fs.DurationVar(&o.sync, "sync-period", time.Second, "Velero's --item-operation-sync-frequency")
 	fs.Float64Var(&o.throttleScale, "throttle-scale", 1, "EC2 request rates as a multiple of AWS's (0: no throttling)")
 	fs.IntVar(&o.workers, "workers", 1, "Velero's --item-block-worker-count")
-	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log Velero core and the plugin to stderr")
+	fs.BoolVar(&o.verbose, "v", false, "log Velero core and the plugin to stderr")
 	_ = fs.Parse(os.Args[1:])
 	harness.PluginArgs()
 	ok, err := run(context.Background(), o)
