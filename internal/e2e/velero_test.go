@@ -14,6 +14,7 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,22 @@ func (r *rig) installVelero() {
 				"s3Url":             r.s3URL,
 				"s3ForcePathStyle":  "true",
 				"checksumAlgorithm": "",
+			},
+		},
+	}))
+	// The server runs outside the cluster, but some restore actions read its Deployment (for the
+	// image of helper containers); a stand-in with no replicas plays that part.
+	replicas := int32(0)
+	must(t, r.c.Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "velero", Namespace: veleroNS, Labels: map[string]string{"component": "velero"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"deploy": "velero"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"deploy": "velero"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "velero", Image: "velero/velero:v1.18.3", Command: []string{"/velero"}, Args: []string{"server"},
+				}}},
 			},
 		},
 	}))
