@@ -44,7 +44,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 	var unknown []string
 	for k := range m {
 		if !contains(knownConfigKeys, k) {
-			unknown = append(unknown, strconv.Quote(k))
+			unknown = append(unknown, fmt.Sprintf("%q (value %q)", k, m[k]))
 		}
 	}
 	if len(unknown) > 0 {
@@ -72,8 +72,8 @@ func ParseConfig(m map[string]string) (Config, error) {
 	}
 	if c.CopyToRegion == "" {
 		for _, k := range []string{ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes} {
-			if _, ok := m[k]; ok {
-				return Config{}, fmt.Errorf("config key %q needs %q", k, ConfigCopyToRegion)
+			if v, ok := m[k]; ok {
+				return Config{}, fmt.Errorf("config key %q (value %q) needs %q", k, v, ConfigCopyToRegion)
 			}
 		}
 		return c, nil

@@ -49,7 +49,7 @@ func TestParseConfig(t *testing.T) {
 			want: Config{Region: srcRegion, CopyToRegion: dstRegion, CopyCompletionMinutes: 2880}},
 
 		{name: "unknown key", in: with("bucket", "b"), wantErr: []string{`"bucket"`, "unknown"}},
-		{name: "unknown keys sorted", in: with("zeta", "1", "alpha", "2"), wantErr: []string{`"alpha", "zeta"`}},
+		{name: "unknown keys sorted", in: with("zeta", "1", "alpha", "2"), wantErr: []string{`"alpha" (value "2"), "zeta" (value "1")`}},
 		{name: "key case matters", in: with("Region", srcRegion), wantErr: []string{`"Region"`}},
 		{name: "missing region", in: map[string]string{ConfigProfile: "p"}, wantErr: []string{`"region"`, "required"}},
 		{name: "empty region", in: map[string]string{ConfigRegion: ""}, wantErr: []string{`"region"`}},

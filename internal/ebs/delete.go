@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -32,43 +34,77 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 	if err != nil {
 		return err
 	}
-	source := regionalSnapshot{region: here, id: snapshotID}
+	// The source's region stays unknown when this region does not hold the snapshot: then it is
+	// the source of a copy here (a location in the copy region), and the copy names it.
+	source := regionalSnapshot{id: snapshotID}
 	copyRegions := map[string]bool{here: true, s.cfg.CopyToRegion: true}
+	var requestedAt string
 	if found {
 		tags := tagMap(snap.Tags)
+		source.region = here
 		if id := tags[TagSourceSnapshotID]; id != "" {
 			source = regionalSnapshot{region: tags[TagSourceRegion], id: id}
 		}
 		copyRegions[tags[TagCopyToRegion]] = true
+		requestedAt = tags[TagCopyRequestedAt]
 	}
 	var targets []regionalSnapshot
-	for region := range copyRegions {
+	var errs []error
+	for _, region := range slices.Sorted(maps.Keys(copyRegions)) {
 		if region == "" || region == source.region {
 			continue
 		}
 		copies, err := s.copiesOf(ctx, region, source.id)
+		if err == nil && len(copies) == 0 && s.copyJustRequested(requestedAt) {
+			copies, err = s.awaitCopies(ctx, region, source.id)
+		}
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		for _, c := range copies {
 			targets = append(targets, regionalSnapshot{region: region, id: aws.ToString(c.SnapshotId)})
-			if !found && region == here {
-				// Velero recorded the source's ID, and this location holds only its copy.
+			if source.region == "" {
 				source.region = tagMap(c.Tags)[TagSourceRegion]
 			}
 		}
 	}
-	if source.region != "" {
-		targets = append(targets, source)
+	if source.region == "" {
+		source.region = here
 	}
-	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
-	var errs []error
+	targets = append(targets, source)
 	for _, t := range targets {
 		if err := s.deleteOne(ctx, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// copyJustRequested reports whether a source's copy-requested-at mark is recent enough that
+// EC2 may not list the copy yet.
+func (s *Snapshotter) copyJustRequested(requestedAt string) bool {
+	at, err := time.Parse(time.RFC3339, requestedAt)
+	return err == nil && s.clock.Since(at) < s.copyGrace
+}
+
+// awaitCopies looks for the copies of a source for up to the ambiguity window: a copy requested
+// moments ago may not be listed yet, and deleting only the source would leak it.
+func (s *Snapshotter) awaitCopies(ctx context.Context, region, sourceID string) ([]types.Snapshot, error) {
+	end := s.clock.Now().Add(s.ambiguityWindow)
+	for wait := time.Second; ; wait *= 2 {
+		left := end.Sub(s.clock.Now())
+		if left <= 0 {
+			return nil, nil
+		}
+		if err := sleep(ctx, s.clock, min(wait, left)); err != nil {
+			return nil, err
+		}
+		copies, err := s.copiesOf(ctx, region, sourceID)
+		if err != nil || len(copies) > 0 {
+			return copies, err
+		}
+	}
 }
 
 func (s *Snapshotter) deleteOne(ctx context.Context, t regionalSnapshot) error {

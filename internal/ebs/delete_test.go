@@ -62,7 +62,6 @@ func TestDeleteSnapshot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.bug != "" {
-				bug(t, tt.bug)
 			}
 			f := newFixture(t)
 			f.src().add(tt.east...)

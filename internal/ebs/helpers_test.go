@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -313,14 +312,6 @@ func wantErr(t *testing.T, err error, subs ...string) {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not contain %q", err, s)
 		}
-	}
-}
-
-// bug skips a test that shows a known bug, unless RUN_BUG_TESTS is set (to check a fix).
-func bug(t *testing.T, description string) {
-	t.Helper()
-	if os.Getenv("RUN_BUG_TESTS") == "" {
-		t.Skip("BUG: " + description)
 	}
 }
 

@@ -1,6 +1,7 @@
 package ebs
 
 import (
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -19,6 +20,7 @@ type settings struct {
 	notFoundGrace   time.Duration
 	createPatience  time.Duration
 	ambiguityWindow time.Duration
+	clusterName     string
 }
 
 func newSettings(opts []Option) settings {
@@ -31,6 +33,7 @@ func newSettings(opts []Option) settings {
 		notFoundGrace:   15 * time.Minute,
 		createPatience:  10 * time.Minute,
 		ambiguityWindow: 30 * time.Second,
+		clusterName:     os.Getenv("AWS_CLUSTER_NAME"),
 	}
 	for _, o := range opts {
 		o(&s)

@@ -47,8 +47,7 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 		in.Encrypted = aws.Bool(true)
 		in.KmsKeyId = aws.String(s.cfg.EBSKMSKeyID)
 	}
-	_, volumeTags := splitByPrefix(tags, tagPrefix)
-	if vt, _ := mergeTags(volumeTags); len(vt) > 0 {
+	if vt, _ := mergeTags(maxTags, s.clusterTags(), restoredVolumeTags(tags, s.clusterName != "")); len(vt) > 0 {
 		in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
 	}
 	c, err := s.clients(ctx, s.cfg.Region)
@@ -105,76 +104,82 @@ func (s *Snapshotter) restorableSnapshot(ctx context.Context, snapshotID string)
 }
 
 // restoreZone chooses the AZ of a restored volume: the location's restoreAvailabilityZone, else
-// the backed-up volume's AZ when this region has it available, else the AZ of this region with
-// the same letter, else this region's first available AZ.
+// the backed-up volume's zone when this region has it available (a Local or Wavelength Zone
+// included), else the AZ of this region with the same letter, else this region's first
+// available AZ.
 func (s *Snapshotter) restoreZone(ctx context.Context, volumeAZ string) (string, error) {
 	if s.cfg.RestoreAvailabilityZone != "" {
 		return s.cfg.RestoreAvailabilityZone, nil
 	}
-	zones, err := s.availableZones(ctx)
+	all, standard, err := s.availableZones(ctx)
 	if err != nil {
 		return "", err
 	}
-	if len(zones) == 0 {
-		return "", fmt.Errorf("region %s has no available availability zone", s.cfg.Region)
-	}
-	if contains(zones, volumeAZ) {
+	if contains(all, volumeAZ) {
 		return volumeAZ, nil
 	}
+	if len(standard) == 0 {
+		return "", fmt.Errorf("region %s has no available availability zone", s.cfg.Region)
+	}
 	if volumeAZ != "" {
-		if same := s.cfg.Region + volumeAZ[len(volumeAZ)-1:]; contains(zones, same) {
+		if same := s.cfg.Region + volumeAZ[len(volumeAZ)-1:]; contains(standard, same) {
 			return same, nil
 		}
 	}
-	return zones[0], nil
+	return standard[0], nil
 }
 
-// ValidateRestoreZone checks that the location's restoreAvailabilityZone is an available AZ of
+// ValidateRestoreZone checks that the location's restoreAvailabilityZone is an available zone of
 // its region.
 func (s *Snapshotter) ValidateRestoreZone(ctx context.Context) error {
 	az := s.cfg.RestoreAvailabilityZone
 	if az == "" {
 		return nil
 	}
-	zones, err := s.availableZones(ctx)
+	all, _, err := s.availableZones(ctx)
 	if err != nil {
 		return err
 	}
-	if !contains(zones, az) {
-		return fmt.Errorf("config key %q: %q is not an available availability zone of %s (available: %s)",
-			ConfigRestoreAvailabilityZone, az, s.cfg.Region, strings.Join(zones, ", "))
+	if !contains(all, az) {
+		return fmt.Errorf("config key %q: %q is not an available zone of %s (available: %s)",
+			ConfigRestoreAvailabilityZone, az, s.cfg.Region, strings.Join(all, ", "))
 	}
 	return nil
 }
 
-// availableZones lists the region's available AZs (not Local or Wavelength Zones), sorted,
-// asking EC2 once per process.
-func (s *Snapshotter) availableZones(ctx context.Context) ([]string, error) {
+// availableZones lists the region's available zones, sorted: all of them, and the standard
+// AZs among them (not Local or Wavelength Zones). EC2 is asked once per process.
+func (s *Snapshotter) availableZones(ctx context.Context) (all, standard []string, err error) {
 	s.mu.Lock()
 	zones := s.zones
 	s.mu.Unlock()
 	if zones == nil {
 		c, err := s.clients(ctx, s.cfg.Region)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out, err := c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
 		if err != nil {
-			return nil, fmt.Errorf("listing availability zones of %s: %w", s.cfg.Region, err)
+			return nil, nil, fmt.Errorf("listing availability zones of %s: %w", s.cfg.Region, err)
 		}
 		zones = out.AvailabilityZones
 		s.mu.Lock()
 		s.zones = zones
 		s.mu.Unlock()
 	}
-	var names []string
 	for _, z := range zones {
-		if z.State == types.AvailabilityZoneStateAvailable && (z.ZoneType == nil || *z.ZoneType == "availability-zone") {
-			names = append(names, aws.ToString(z.ZoneName))
+		if z.State != types.AvailabilityZoneStateAvailable {
+			continue
+		}
+		name := aws.ToString(z.ZoneName)
+		all = append(all, name)
+		if z.ZoneType == nil || *z.ZoneType == "availability-zone" {
+			standard = append(standard, name)
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	sort.Strings(all)
+	sort.Strings(standard)
+	return all, standard, nil
 }
 
 // VolumeZone returns the AZ of a volume: remembered when this process created it, else described.
@@ -190,6 +195,31 @@ func (s *Snapshotter) VolumeZone(ctx context.Context, volumeID string) (string, 
 		return "", err
 	}
 	return aws.ToString(vol.AvailabilityZone), nil
+}
+
+// Tags by which Kubernetes' AWS integrations tell which cluster owns a volume.
+const (
+	clusterTagPrefix = "kubernetes.io/cluster/"
+	legacyClusterTag = "KubernetesCluster"
+)
+
+// clusterTags mark a restored volume as owned by this cluster, named by AWS_CLUSTER_NAME in the
+// Velero server's environment, as the upstream plugin does.
+func (s *Snapshotter) clusterTags() map[string]string {
+	if s.clusterName == "" {
+		return nil
+	}
+	return map[string]string{clusterTagPrefix + s.clusterName: "owned", legacyClusterTag: s.clusterName}
+}
+
+// restoredVolumeTags are a snapshot's tags that a volume restored from it keeps: not the
+// plugin's own, and not the backed-up cluster's ownership when this cluster claims the volume.
+func restoredVolumeTags(snapshotTags map[string]string, claimed bool) map[string]string {
+	_, kept := splitByPrefix(snapshotTags, tagPrefix)
+	if claimed {
+		_, kept = splitByPrefix(kept, clusterTagPrefix, legacyClusterTag)
+	}
+	return kept
 }
 
 // int32Of returns v, else the number in tag, else nil.

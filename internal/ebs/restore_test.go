@@ -156,7 +156,8 @@ func TestRestoreZone(t *testing.T) {
 		{name: "same letter not available", volumeAZ: "us-east-1d", zones: westZones, want: "us-west-2a"},
 		{name: "letter this region lacks", volumeAZ: "us-east-1f", zones: westZones, want: "us-west-2a"},
 		{name: "no AZ known", zones: westZones, want: "us-west-2a"},
-		{name: "Local Zone source AZ goes to the parent region's AZ", volumeAZ: "us-west-2-lax-1a", zones: westZones, want: "us-west-2a"},
+		{name: "available Local Zone source AZ is kept", volumeAZ: "us-west-2-lax-1a", zones: westZones, want: "us-west-2-lax-1a"},
+		{name: "Local Zone of another region goes to the AZ of the same letter", volumeAZ: "us-east-1-bos-1a", zones: westZones, want: "us-west-2a"},
 		{name: "Wavelength source AZ", volumeAZ: "us-east-1-wl1-bos-wlz-1", zones: westZones, want: "us-west-2a"},
 		{name: "no available zone", volumeAZ: "us-west-2a", zones: westZones[3:], wantErr: []string{"us-west-2 has no available availability zone"}},
 		{name: "listing fails", volumeAZ: "us-west-2a", zonesErr: netErr(), wantErr: []string{"availability zones of us-west-2", "connection reset"}},
@@ -193,7 +194,7 @@ func TestValidateRestoreZone(t *testing.T) {
 		{name: "not set", noCall: true},
 		{name: "available", configured: "us-west-2c"},
 		{name: "impaired", configured: "us-west-2d", wantErr: []string{`"restoreAvailabilityZone"`, `"us-west-2d"`, "us-west-2a, us-west-2b, us-west-2c"}},
-		{name: "Local Zone", configured: "us-west-2-lax-1a", wantErr: []string{`"us-west-2-lax-1a"`}},
+		{name: "available Local Zone", configured: "us-west-2-lax-1a"},
 		{name: "other region's zone", configured: "us-east-1a", wantErr: []string{`"us-east-1a"`, "us-west-2"}},
 		{name: "listing fails", configured: "us-west-2a", zonesErr: httpErr(403, "UnauthorizedOperation"), wantErr: []string{"UnauthorizedOperation"}},
 	}
@@ -231,9 +232,6 @@ func TestVolumeZone(t *testing.T) {
 // As upstream: with AWS_CLUSTER_NAME set, a restored volume belongs to this cluster, not to the
 // one whose volume was backed up.
 func TestCreateVolumeFromSnapshotClusterTags(t *testing.T) {
-	bug(t, "CreateVolumeFromSnapshot ignores AWS_CLUSTER_NAME: upstream (getTagsForCluster) tags a restored volume "+
-		"kubernetes.io/cluster/<name>=owned and KubernetesCluster=<name> and drops the backed-up cluster's ones; "+
-		"issue 3 asks for cluster tags as upstream, here the old cluster's ownership tags are copied as they are")
 	t.Setenv("AWS_CLUSTER_NAME", "dr")
 	f := newFixture(t)
 	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted,

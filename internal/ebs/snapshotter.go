@@ -92,7 +92,15 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	if err != nil {
 		return "", err
 	}
-	tags, dropped := mergeTags(s.intentTags(vol), pick(veleroTags, TagBackup, TagPV), veleroTags, tagMap(vol.Tags))
+	// The plugin's own keys come only from the plugin: on a volume or a backup label they would
+	// make a snapshot look like a copy, or send it to a region the location never named.
+	_, volumeTags := splitByPrefix(tagMap(vol.Tags), tagPrefix)
+	_, labelTags := splitByPrefix(veleroTags, tagPrefix)
+	limit := maxTags
+	if s.cfg.CopyToRegion != "" {
+		limit-- // room for the copy-requested-at mark
+	}
+	tags, dropped := mergeTags(limit, s.intentTags(vol), pick(veleroTags, TagBackup, TagPV), labelTags, volumeTags)
 	if len(dropped) > 0 {
 		s.log.WithField("volumeID", volumeID).Infof("Tags left off the snapshot (reserved, too long, or beyond EC2's %d): %v", maxTags, dropped)
 	}
@@ -106,7 +114,9 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	}
 	first := s.clock.Now()
 	deadline := first.Add(s.createPatience)
-	maybeCreated := false
+	// maybeCreated: a request may have taken effect and the snapshot was not seen yet.
+	// everAmbiguous: some request may have; a per-volume rate refusal then says it did.
+	maybeCreated, everAmbiguous := false, false
 	for {
 		if maybeCreated {
 			id, known, err := s.awaitSnapshot(ctx, c, volumeID, veleroTags[TagBackup], first)
@@ -117,30 +127,36 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 				return id, nil
 			}
 			maybeCreated = !known
+			if maybeCreated && s.clock.Now().After(deadline) {
+				return "", fmt.Errorf("creating a snapshot of volume %s in %s: the outcome of a request is unknown and EC2 could not be asked for %s", volumeID, s.cfg.Region, s.createPatience)
+			}
+			continue
+		}
+		out, err := c.CreateSnapshot(ctx, in, ec2api.RetryThrottlingOnly)
+		if err == nil {
+			return aws.ToString(out.SnapshotId), nil
 		}
 		var wait time.Duration
-		if !maybeCreated {
-			out, err := c.CreateSnapshot(ctx, in, ec2api.RetryThrottlingOnly)
-			if err == nil {
-				return aws.ToString(out.SnapshotId), nil
-			}
-			switch code := ec2api.Code(err); {
-			case ec2api.IsAmbiguous(err):
-				s.log.WithField("volumeID", volumeID).WithError(err).Warn("CreateSnapshot may have taken effect; looking for the snapshot before trying again")
-				maybeCreated = true
-				continue
-			case code == ec2api.CodeSnapshotCreationPerVolumeRateExceeded:
-				wait = 15 * time.Second
-			case code == ec2api.CodeConcurrentSnapshotLimitExceeded:
-				wait = 30 * time.Second
-			case ec2api.IsThrottle(err):
-				wait = 5 * time.Second
-			default:
-				return "", fmt.Errorf("creating a snapshot of volume %s in %s: %w", volumeID, s.cfg.Region, err)
-			}
-			if s.clock.Now().Add(wait).After(deadline) {
-				return "", fmt.Errorf("creating a snapshot of volume %s in %s: still refused after %s: %w", volumeID, s.cfg.Region, s.createPatience, err)
-			}
+		switch code := ec2api.Code(err); {
+		case ec2api.IsAmbiguous(err):
+			s.log.WithField("volumeID", volumeID).WithError(err).Warn("CreateSnapshot may have taken effect; looking for the snapshot before trying again")
+			maybeCreated, everAmbiguous = true, true
+			continue
+		case code == ec2api.CodeSnapshotCreationPerVolumeRateExceeded:
+			maybeCreated = everAmbiguous
+			wait = 15 * time.Second
+		case code == ec2api.CodeConcurrentSnapshotLimitExceeded:
+			wait = 30 * time.Second
+		case ec2api.IsThrottle(err):
+			wait = 5 * time.Second
+		default:
+			return "", fmt.Errorf("creating a snapshot of volume %s in %s: %w", volumeID, s.cfg.Region, err)
+		}
+		if !maybeCreated && s.clock.Now().Add(wait).After(deadline) {
+			return "", fmt.Errorf("creating a snapshot of volume %s in %s: still refused after %s: %w", volumeID, s.cfg.Region, s.createPatience, err)
+		}
+		if maybeCreated {
+			continue
 		}
 		if err := sleep(ctx, s.clock, wait); err != nil {
 			return "", err
@@ -160,10 +176,11 @@ func (s *Snapshotter) awaitSnapshot(ctx context.Context, c ec2api.EC2, volumeID,
 			return id, true, nil
 		}
 		known = lookErr == nil
-		if !s.clock.Now().Add(wait).Before(end) {
+		left := end.Sub(s.clock.Now())
+		if left <= 0 {
 			return "", known, nil
 		}
-		if err := sleep(ctx, s.clock, wait); err != nil {
+		if err := sleep(ctx, s.clock, min(wait, left)); err != nil {
 			return "", false, err
 		}
 		wait *= 2

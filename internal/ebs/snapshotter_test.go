@@ -233,9 +233,6 @@ func filterText(fs []types.Filter) []string {
 // The second CreateSnapshot after an ambiguous failure must not come before the ambiguity
 // window has passed: EC2 may list the first one late.
 func TestCreateSnapshotAmbiguityWindow(t *testing.T) {
-	bug(t, "awaitSnapshot stops at the last lookup that fits before the window ends (1+2+4+8 s) instead of "+
-		"looking once more at the window's end, so the second CreateSnapshot comes 15 s after the ambiguous one, "+
-		"not after the 30 s ambiguity window: a snapshot EC2 lists late is duplicated")
 	f := newFixture(t)
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 	cc := f.serveCreate(httpErr(500, "InternalError"), nil)
@@ -256,9 +253,6 @@ func TestCreateSnapshotAmbiguityWindow(t *testing.T) {
 // A per-volume refusal right after an ambiguous failure says the first request took effect:
 // the snapshot is looked up again before another request.
 func TestCreateSnapshotAmbiguousThenPerVolumeRate(t *testing.T) {
-	bug(t, "after an ambiguous CreateSnapshot and a lookup that finds nothing yet, the next CreateSnapshot gets "+
-		"SnapshotCreationPerVolumeRateExceeded (evidence the first one was made), but CreateSnapshot only waits 15 s "+
-		"and requests again without looking the snapshot up, so a late-listed first snapshot is duplicated")
 	f := newFixture(t)
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 	cc := f.serveCreate(httpErr(500, "InternalError"), httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil)
@@ -280,9 +274,6 @@ func TestCreateSnapshotAmbiguousThenPerVolumeRate(t *testing.T) {
 
 // When the snapshot cannot be looked up after an ambiguous failure, patience still runs out.
 func TestCreateSnapshotPatienceWhenLookupFails(t *testing.T) {
-	bug(t, "after an ambiguous CreateSnapshot, while DescribeSnapshots keeps failing (known=false), "+
-		"CreateSnapshot loops through awaitSnapshot forever: the createPatience deadline is only checked on "+
-		"the CreateSnapshot branch, so a network outage hangs Velero's CreateSnapshot call")
 	f := newFixture(t)
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 	cc := f.serveCreate(netErr())
@@ -311,9 +302,6 @@ func TestCreateSnapshotPatienceWhenLookupFails(t *testing.T) {
 // A source must leave room among EC2's 50 tags for the copy-requested-at mark the Tracker
 // adds before copying, or CreateTags fails with TagLimitExceeded and the copy never starts.
 func TestCreateSnapshotLeavesRoomForCopyMark(t *testing.T) {
-	bug(t, "CreateSnapshot fills all 50 tags when the volume has many, but Tracker.fillCopySlots then "+
-		"adds velero-async.io/copy-requested-at with CreateTags; EC2 refuses a 51st tag (TagLimitExceeded), "+
-		"so fillCopySlots fails every time and neither this source nor the rest of its batch is ever copied")
 	f := newFixture(t)
 	var kv []string
 	for k, v := range numbered("team-", 60) {
@@ -330,9 +318,6 @@ func TestCreateSnapshotLeavesRoomForCopyMark(t *testing.T) {
 
 // Tags under the plugin's own prefix come only from the plugin, never from the volume.
 func TestCreateSnapshotIgnoresPluginKeysFromVolume(t *testing.T) {
-	bug(t, "CreateSnapshot copies the volume's velero-async.io/ tags onto the snapshot; a volume carrying "+
-		"velero-async.io/source-snapshot-id makes the Tracker treat the new snapshot as a copy (never found), "+
-		"and velero-async.io/copy-to-region makes it copy to a region this location does not configure")
 	f := newFixture(t)
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0, TagSourceSnapshotID, "snap-0000abcd", TagCopyToRegion, "eu-west-1"))
 	cc := f.serveCreate(nil)

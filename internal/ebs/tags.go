@@ -3,12 +3,13 @@ package ebs
 import (
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// EC2's limits on tags.
+// EC2's limits on tags (lengths in characters).
 const (
 	maxTags        = 50
 	maxTagKeyLen   = 128
@@ -17,10 +18,10 @@ const (
 )
 
 // mergeTags joins tag groups in priority order: a key already taken by an earlier group keeps its
-// value, and once EC2's 50 are reached the rest are dropped. Keys EC2 refuses (reserved "aws:",
+// value, and once limit tags are reached the rest are dropped. Keys EC2 refuses (reserved "aws:",
 // empty, too long) and values that are too long are dropped too. It returns the tags, sorted
 // within each group so the result is stable, and the keys it dropped.
-func mergeTags(groups ...map[string]string) (tags []types.Tag, dropped []string) {
+func mergeTags(limit int, groups ...map[string]string) (tags []types.Tag, dropped []string) {
 	seen := map[string]bool{}
 	for _, g := range groups {
 		keys := make([]string, 0, len(g))
@@ -33,7 +34,8 @@ func mergeTags(groups ...map[string]string) (tags []types.Tag, dropped []string)
 			switch {
 			case seen[k]:
 				continue
-			case k == "" || len(k) > maxTagKeyLen || len(v) > maxTagValueLen || strings.HasPrefix(strings.ToLower(k), reservedPrefix), len(tags) == maxTags:
+			case k == "" || utf8.RuneCountInString(k) > maxTagKeyLen || utf8.RuneCountInString(v) > maxTagValueLen ||
+				strings.HasPrefix(strings.ToLower(k), reservedPrefix), len(tags) == limit:
 				dropped = append(dropped, k)
 				continue
 			}
@@ -84,6 +86,6 @@ func copyTags(src types.Snapshot, sourceRegion string) []types.Tag {
 		delete(own, k)
 	}
 	origin := map[string]string{TagSourceSnapshotID: aws.ToString(src.SnapshotId), TagSourceRegion: sourceRegion}
-	tags, _ := mergeTags(origin, own, rest)
+	tags, _ := mergeTags(maxTags, origin, own, rest)
 	return tags
 }

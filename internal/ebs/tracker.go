@@ -190,6 +190,9 @@ func (t *Tracker) view(ctx context.Context, region, backup string) (*backupView,
 // the destination has free slots. Each batch is first marked on its sources (one CreateTags), so
 // a restarted plugin that cannot see a just-made copy yet waits for it instead of copying again.
 func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string) error {
+	if err := v.queued[dest]; err != nil {
+		return err // asked already; the next description of EC2 tells whether slots freed up
+	}
 	now := t.clock.Now()
 	free := t.copyLimit - v.inFlight(dest)
 	if free <= 0 {
@@ -239,6 +242,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, dest)
 		case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err):
 			queued = fmt.Errorf("EC2 queued the copy: %s", ec2api.Code(err))
+			v.queued[dest] = queued
 			unmark = append(unmark, id)
 		default:
 			v.refused[id] = fmt.Sprintf("copy of snapshot %s to %s refused: %v", id, dest, err)

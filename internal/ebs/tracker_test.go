@@ -439,10 +439,6 @@ func TestProgressFillsCopySlots(t *testing.T) {
 
 // Once EC2 says the copy is queued, the other calls of the reconcile do not ask again.
 func TestProgressQueuedAsksOncePerReconcile(t *testing.T) {
-	bug(t, "after ResourceLimitExceeded (or throttling) on CopySnapshot, fillCopySlots unmarks the sources in the "+
-		"cached view, so every other Progress call of the same reconcile retries: one CreateTags, one CopySnapshot "+
-		"and one DeleteTags per operation per reconcile, O(N) mutating calls against EC2's 50/5 bucket exactly "+
-		"when EC2 is already saturated")
 	f := newFixture(t)
 	answers := map[string][]error{}
 	for i := 0; i < 5; i++ {
@@ -548,9 +544,6 @@ func TestCancel(t *testing.T) {
 // A request that got no answer, as the SDK reports it, is ambiguous everywhere: CreateSnapshot
 // looks the snapshot up, Progress keeps waiting, an unanswered copy is waited for.
 func TestNoAnswerAsTheSDKReportsIt(t *testing.T) {
-	bug(t, "ec2api.IsAmbiguous is false for the SDK's no-answer error (ResponseError with status 0), see "+
-		"ec2api TestNoAnswerThroughTheSDK: CreateSnapshot fails instead of looking up, Progress returns an "+
-		"error (Velero fails the operation), and an unanswered CopySnapshot is recorded as refused")
 	done := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
 	t.Run("CreateSnapshot", func(t *testing.T) {
 		f := newFixture(t)

@@ -20,6 +20,7 @@ type backupView struct {
 	copies         map[string]map[string][]types.Snapshot // destination -> source ID -> copies
 	requested      map[string]time.Time                   // source ID -> when this process asked for a copy EC2 does not list yet
 	refused        map[string]string                      // source ID -> why EC2 refused to copy it
+	queued         map[string]error                       // destination -> why EC2 queued copies since the last load
 }
 
 // load describes the backup's snapshots in the source region, then their copies in every region
@@ -63,6 +64,7 @@ func (t *Tracker) load(ctx context.Context, v *backupView) error {
 		}
 	}
 	v.sources, v.copies, v.fetched = sources, copies, t.clock.Now()
+	v.queued = map[string]error{}
 	for id, at := range v.requested {
 		if v.copyOf(id) != nil || v.fetched.Sub(at) >= t.copyGrace {
 			delete(v.requested, id)

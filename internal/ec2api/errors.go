@@ -57,7 +57,9 @@ func IsAmbiguous(err error) bool {
 	}
 	var resp *awshttp.ResponseError
 	if errors.As(err, &resp) {
-		return resp.HTTPStatusCode() >= 500
+		// Status 0: the SDK sent the request and got no answer.
+		status := resp.HTTPStatusCode()
+		return status == 0 || status >= 500
 	}
 	return true
 }

@@ -50,11 +50,6 @@ func TestErrorClassification(t *testing.T) {
 // A request that got no answer reaches the caller as the SDK wraps it: a ResponseError with
 // no HTTP status. It may have taken effect, and is worth another try.
 func TestNoAnswerThroughTheSDK(t *testing.T) {
-	bug(t, "the SDK wraps a request that got no answer (connection reset, timeout) in *awshttp.ResponseError "+
-		"with StatusCode 0 (\"request send failed\"); IsAmbiguous then returns HTTPStatusCode() >= 500 = false, "+
-		"so IsAmbiguous and IsTransient are false: CreateSnapshot fails instead of looking the snapshot up, "+
-		"an unanswered CopySnapshot is recorded as refused (operation Completed with Err), and an unanswered "+
-		"DescribeSnapshots makes Progress return an error, which fails the operation for good")
 	for _, answer := range []error{errors.New("connection reset"), context.DeadlineExceeded} {
 		h := &fakeHTTP{answers: []fakeAnswer{{err: answer}}}
 		_, err := testClient(h, quickRetryer()).CreateSnapshot(context.Background(),

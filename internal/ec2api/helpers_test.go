@@ -3,8 +3,6 @@ package ec2api
 import (
 	"errors"
 	"net/http"
-	"os"
-	"testing"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -25,11 +23,3 @@ func httpErr(status int, code string) error {
 }
 
 func netErr() error { return errors.New("connection reset") }
-
-// bug skips a test that shows a known bug, unless RUN_BUG_TESTS is set (to check a fix).
-func bug(t *testing.T, description string) {
-	t.Helper()
-	if os.Getenv("RUN_BUG_TESTS") == "" {
-		t.Skip("BUG: " + description)
-	}
-}
