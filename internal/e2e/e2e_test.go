@@ -31,13 +31,14 @@ type volume struct {
 	PVC  string
 	CSI  bool
 	Type string
+	IOPS int // provisioned IOPS (io1/io2 always have some)
 }
 
 var volumes = []volume{
 	{ID: "vol-0e2e0000000000001", AZ: "us-east-1a", PV: "pv-intree-a", PVC: "data-intree-a", Type: "gp2"},
 	{ID: "vol-0e2e0000000000002", AZ: "us-east-1b", PV: "pv-intree-b", PVC: "data-intree-b", Type: "gp3"},
 	{ID: "vol-0e2e0000000000003", AZ: "us-east-1a", PV: "pv-csi-a", PVC: "data-csi-a", CSI: true, Type: "gp3"},
-	{ID: "vol-0e2e0000000000004", AZ: "us-east-1c", PV: "pv-csi-b", PVC: "data-csi-b", CSI: true, Type: "io2"},
+	{ID: "vol-0e2e0000000000004", AZ: "us-east-1c", PV: "pv-csi-b", PVC: "data-csi-b", CSI: true, Type: "io2", IOPS: 4000},
 }
 
 // sub runs fn as a subtest with r.t pointing at it, so a failed step does not hide later ones.
@@ -120,7 +121,11 @@ func (r *rig) createWorkload(sim simClient) {
 	r.step("seeding %d volumes in the simulator (%s)", len(volumes), srcRegion)
 	var vs []map[string]any
 	for _, v := range volumes {
-		vs = append(vs, map[string]any{"id": v.ID, "availabilityZone": v.AZ, "type": v.Type, "sizeGiB": 10})
+		spec := map[string]any{"id": v.ID, "availabilityZone": v.AZ, "type": v.Type, "sizeGiB": 10}
+		if v.IOPS > 0 {
+			spec["iops"] = v.IOPS
+		}
+		vs = append(vs, spec)
 	}
 	sim.post("/_sim/volumes", map[string]any{"region": srcRegion, "volumes": vs})
 	r.saw("simulator volumes in %s: %v", srcRegion, sim.list("volumes", srcRegion))
@@ -508,8 +513,11 @@ func (r *rig) deleteAppNamespace() {
 	for i := range pvcs.Items {
 		p := &pvcs.Items[i]
 		_ = r.c.Delete(ctx, p)
-		p.Finalizers = nil
-		_ = r.c.Update(ctx, p)
+		// kubernetes.io/pvc-protection is normally removed by the controller manager.
+		if err := r.c.Get(ctx, client.ObjectKeyFromObject(p), p); err == nil {
+			p.Finalizers = nil
+			must(r.t, r.c.Update(ctx, p))
+		}
 	}
 	for _, v := range volumes {
 		var pv corev1.PersistentVolume
@@ -517,15 +525,20 @@ func (r *rig) deleteAppNamespace() {
 			continue
 		}
 		_ = r.c.Delete(ctx, &pv)
-		_ = r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv)
-		pv.Finalizers = nil
-		_ = r.c.Update(ctx, &pv)
+		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err == nil {
+			pv.Finalizers = nil
+			must(r.t, r.c.Update(ctx, &pv))
+		}
 	}
 	var cms corev1.ConfigMapList
 	_ = r.c.List(ctx, &cms, client.InNamespace(appNS))
 	for i := range cms.Items {
 		_ = r.c.Delete(ctx, &cms.Items[i])
 	}
+	waitFor(r.t, "PVCs of "+appNS+" gone", time.Minute, nil, func() bool {
+		var left corev1.PersistentVolumeClaimList
+		return r.c.List(ctx, &left, client.InNamespace(appNS)) == nil && len(left.Items) == 0
+	})
 	_ = r.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})
 	waitFor(r.t, "namespace "+appNS+" and its PVs gone", time.Minute, nil, func() bool {
 		ns, err := r.cs.CoreV1().Namespaces().Get(ctx, appNS, metav1.GetOptions{})
@@ -659,8 +672,8 @@ func (r *rig) drRestore(sim simClient, backup string) {
 		var pvc corev1.PersistentVolumeClaim
 		if err := r.c.Get(ctx, client.ObjectKey{Namespace: appNS, Name: v.PVC}, &pvc); err != nil {
 			t.Errorf("PVC %s/%s not restored: %v", appNS, v.PVC, err)
-		} else if pvc.Spec.VolumeName != v.PV {
-			t.Errorf("PVC %s/%s volumeName %s, want %s", appNS, v.PVC, pvc.Spec.VolumeName, v.PV)
+		} else if pvc.Spec.VolumeName != v.PV || pvc.Labels["velero.io/restore-name"] != name {
+			t.Errorf("PVC %s/%s volumeName %s restore label %q, want %s restored by %s", appNS, v.PVC, pvc.Spec.VolumeName, pvc.Labels["velero.io/restore-name"], v.PV, name)
 		}
 	}
 }

@@ -43,6 +43,8 @@ type proc struct {
 	log  *os.File
 	done chan struct{}
 	err  error
+	// stopped is set when the rig itself ended the process.
+	stopped bool
 }
 
 // rig holds every component of one end-to-end run.
@@ -128,13 +130,21 @@ func (r *rig) cleanup() {
 	r.mu.Lock()
 	procs := append([]*proc(nil), r.procs...)
 	r.mu.Unlock()
+	var died []*proc
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			if !p.stopped {
+				died = append(died, p)
+			}
+		default:
+		}
+	}
 	for i := len(procs) - 1; i >= 0; i-- {
 		r.stop(procs[i])
 	}
-	if r.t.Failed() {
-		for _, p := range procs {
-			r.t.Logf("---- last lines of %s ----\n%s", p.log.Name(), tail(p.log.Name(), 25))
-		}
+	for _, p := range died {
+		r.t.Logf("---- %s exited before the end (%v); last lines of %s ----\n%s", p.name, p.err, p.log.Name(), tail(p.log.Name(), 25))
 	}
 	r.t.Logf("all processes stopped; logs of every component: %s", r.logDir)
 	if os.Getenv("E2E_KEEP") == "" {
@@ -222,6 +232,7 @@ func (r *rig) start(name string, env []string, firstLine chan<- string, bin stri
 
 // stop ends p's process group: SIGTERM, then SIGKILL after 15 s.
 func (r *rig) stop(p *proc) {
+	p.stopped = true
 	select {
 	case <-p.done:
 		return
