@@ -51,6 +51,9 @@ func ppid(pid int) int {
 	return p
 }
 
+// Running counts the plugin processes this process has running.
+func (p *Plugin) Running() int { return len(pluginPIDs(p.Binary)) }
+
 // KillPlugins kills every running plugin process started by this process and waits until
 // they are reaped, so that Velero's restartable process notices and starts a new one on its
 // next call. It returns how many it killed.

@@ -34,43 +34,44 @@ func TestBackupWithCopiesReportsForwardOnlyProgress(t *testing.T) {
 
 func TestBackupSurvivesPluginKills(t *testing.T) {
 	tests := []struct {
-		name  string
-		hooks func(kill func()) harness.Hooks
+		name string
+		// kill reports whether to kill the plugin in the item phase after item i, or in
+		// reconcile n before the Progress call of open operation i (item < 0).
+		kill func(item, n, i int) bool
 	}{
-		{"between items", func(kill func()) harness.Hooks {
-			return harness.Hooks{AfterItem: func(i int) {
-				if i%7 == 3 {
-					kill()
-				}
-			}}
-		}},
-		{"mid-reconcile", func(kill func()) harness.Hooks {
-			return harness.Hooks{BeforeProgress: func(n, i int) {
-				if i == 5 || i == 17 {
-					kill()
-				}
-			}}
-		}},
-		{"in every reconcile", func(kill func()) harness.Hooks {
-			return harness.Hooks{BeforeProgress: func(n, i int) {
-				if i == 2 {
-					kill()
-				}
-			}}
-		}},
+		{"between items", func(item, _, _ int) bool { return item%7 == 3 }},
+		{"mid-reconcile", func(item, _, i int) bool { return item < 0 && (i == 5 || i == 17) }},
+		{"in every reconcile", func(item, _, i int) bool { return item < 0 && i == 2 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fastConfig()
 			cfg.Faults.InvisibleFor = ec2sim.Range(0, 500*time.Millisecond)
 			r := newRig(t, cfg, 24)
-			kills := 0
-			r.core.Hooks = tc.hooks(func() { kills += plugin.KillPlugins() })
+			kills, survivors := 0, 0
+			r.core.Hooks = harness.Hooks{
+				AfterItem: func(item int) {
+					if tc.kill(item, 0, 0) {
+						kills += plugin.KillPlugins()
+					}
+				},
+				// Between reconciles there is nothing to kill: core stops the plugin
+				// processes of a reconcile at its end and starts fresh ones in the next.
+				BeforeReconcile: func(int) { survivors += plugin.Running() },
+				BeforeProgress: func(n, i int) {
+					if tc.kill(-1, n, i) {
+						kills += plugin.KillPlugins()
+					}
+				},
+			}
 			res := r.backup(location(copyRegion), 0)
 			requireCompleted(t, res, len(r.pvs))
 			requireOneEach(t, r.sim, res, copyRegion)
 			if kills == 0 {
 				t.Errorf("no plugin process was killed")
+			}
+			if survivors != 0 {
+				t.Errorf("%d plugin processes outlived their reconcile", survivors)
 			}
 			t.Logf("killed %d plugin processes over %d reconciles", kills, res.Reconciles)
 		})
