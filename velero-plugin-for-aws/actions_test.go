@@ -1,0 +1,119 @@
+package plugin
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/features"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+)
+
+var now = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+func quietLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.Out = io.Discard
+	return l
+}
+
+// persistentVolume builds a PV: in-tree when volumeID starts with aws://, CSI with driver otherwise.
+func persistentVolume(volumeID, driver string, labels map[string]any) *unstructured.Unstructured {
+	spec := map[string]any{"csi": map[string]any{"driver": driver, "volumeHandle": volumeID}}
+	if driver == "" {
+		spec = map[string]any{"awsElasticBlockStore": map[string]any{"volumeID": volumeID}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "PersistentVolume",
+		"metadata": map[string]any{"name": "pv-1", "labels": labels},
+		"spec":     spec,
+	}}
+}
+
+func TestSnapshotProgressActionExecute(t *testing.T) {
+	const vol = "vol-0123456789abcdef0"
+	zoneB := map[string]any{"topology.kubernetes.io/zone": "us-west-2-lax-1b"}
+	no := false
+	tests := []struct {
+		name   string
+		pv     *unstructured.Unstructured
+		backup velerov1.Backup
+		csi    bool   // Velero runs with EnableCSI
+		env    string // AWS_REGION
+		wantOp string // "" = no operation
+	}{
+		{name: "in-tree with AZ", pv: persistentVolume("aws://us-east-1a/"+vol, "", nil), wantOp: "us-east-1"},
+		{name: "CSI, region from a Local Zone label", pv: persistentVolume(vol, "ebs.csi.aws.com", zoneB), wantOp: "us-west-2"},
+		{name: "CSI with EnableCSI goes the CSI way", pv: persistentVolume(vol, "ebs.csi.aws.com", zoneB), csi: true},
+		{name: "in-tree with EnableCSI is still native", pv: persistentVolume("aws://us-east-1a/"+vol, "", nil), csi: true, wantOp: "us-east-1"},
+		{name: "no zone anywhere: AWS_REGION", pv: persistentVolume(vol, "", nil), env: "eu-central-1", wantOp: "eu-central-1"},
+		{name: "no zone, no AWS_REGION", pv: persistentVolume(vol, "", nil)},
+		{name: "other CSI driver", pv: persistentVolume("fs-1", "efs.csi.aws.com", nil)},
+		{name: "malformed EBS volume ID", pv: persistentVolume("aws://us-east-1a/vol-XYZ", "", nil)},
+		{name: "backup without volume snapshots", pv: persistentVolume("aws://us-east-1a/"+vol, "", nil), backup: velerov1.Backup{Spec: velerov1.BackupSpec{SnapshotVolumes: &no}}},
+		{name: "finalizing backup", pv: persistentVolume("aws://us-east-1a/"+vol, "", nil), backup: velerov1.Backup{Status: velerov1.BackupStatus{Phase: velerov1.BackupPhaseFinalizing}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AWS_REGION", tt.env)
+			t.Setenv("AWS_DEFAULT_REGION", "")
+			if tt.csi {
+				features.Enable(velerov1.CSIFeatureFlag)
+				defer features.Disable(velerov1.CSIFeatureFlag)
+			}
+			a := NewSnapshotProgressAction(nil, clocktesting.NewFakeClock(now), quietLog())
+			item, extra, opID, post, err := a.Execute(tt.pv, &tt.backup)
+			if err != nil || item != tt.pv || extra != nil || post != nil {
+				t.Fatalf("Execute = %v, %v, %q, %v, %v; want the PV unchanged and no error", item, extra, opID, post, err)
+			}
+			if tt.wantOp == "" {
+				if opID != "" {
+					t.Errorf("operation %q, want none", opID)
+				}
+				return
+			}
+			want := ebs.Operation{Region: tt.wantOp, VolumeID: vol, Issued: now}.String()
+			if opID != want {
+				t.Errorf("operation %q, want %q", opID, want)
+			}
+		})
+	}
+}
+
+func TestVolumeRestoreActionExecute(t *testing.T) {
+	const oldVol, newVol = "vol-0123456789abcdef0", "vol-0fedcba9876543210"
+	west := map[string]any{"topology.kubernetes.io/zone": "us-west-2a", "topology.kubernetes.io/region": "us-west-2"}
+	tests := []struct {
+		name           string
+		item, fromBack *unstructured.Unstructured
+		wantOp         string
+	}{
+		{name: "restored into a new volume", item: persistentVolume("aws://us-west-2a/"+newVol, "", west), fromBack: persistentVolume("aws://us-east-1a/"+oldVol, "", nil), wantOp: "us-west-2"},
+		{name: "CSI restored into a new volume", item: persistentVolume(newVol, "ebs.csi.aws.com", west), fromBack: persistentVolume(oldVol, "ebs.csi.aws.com", nil), wantOp: "us-west-2"},
+		{name: "same volume: not restored from a snapshot", item: persistentVolume("aws://us-east-1a/"+oldVol, "", nil), fromBack: persistentVolume("aws://us-east-1a/"+oldVol, "", nil)},
+		{name: "not EBS", item: persistentVolume("fs-1", "efs.csi.aws.com", nil), fromBack: persistentVolume("fs-1", "efs.csi.aws.com", nil)},
+		{name: "no zone or region", item: persistentVolume(newVol, "", nil), fromBack: persistentVolume(oldVol, "", nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := NewVolumeRestoreAction(nil, clocktesting.NewFakeClock(now), quietLog())
+			out, err := a.Execute(&velero.RestoreItemActionExecuteInput{Item: tt.item, ItemFromBackup: tt.fromBack, Restore: &velerov1.Restore{}})
+			if err != nil || out.UpdatedItem != tt.item || out.SkipRestore {
+				t.Fatalf("Execute = %+v, %v; want the PV unchanged", out, err)
+			}
+			want := ""
+			if tt.wantOp != "" {
+				want = ebs.VolumeOperation{Operation: ebs.Operation{Region: tt.wantOp, VolumeID: newVol, Issued: now}}.String()
+			}
+			if out.OperationID != want {
+				t.Errorf("operation %q, want %q", out.OperationID, want)
+			}
+		})
+	}
+}
