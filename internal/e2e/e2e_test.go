@@ -337,15 +337,25 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	}
 	d := r.mustVelero("backup", "describe", name, "--details", "--colorized=false")
 	r.saveDescribe(name+"-final", d, disrupt == "")
+	// A kill lands inside a reconcile (plugin processes live only that long), so Velero core may fail
+	// the operation whose call was cut; that is judged separately from the plugin's own guarantees.
+	coreLimit := false
 	if b.Status.Phase != velerov1.BackupPhaseCompleted {
 		logs, _ := r.velero("backup", "logs", name)
 		r.saveDescribe(name+"-backup-logs", logs, false)
-		t.Errorf("backup %s ended %s, want Completed (describe and logs in %s)", name, b.Status.Phase, filepath.Join(r.logDir, describeDir))
-		if disrupt == "kill-plugin" {
-			t.Logf("NOTE: Velero core marks an operation Failed for good when GetBackupItemActionV2 or Progress " +
-				"returns an error, and a plugin process killed during the handshake or a call makes it return one " +
-				"(pkg/controller/backup_operations_controller.go, getBackupItemOperationProgress); only a kill " +
-				"between two calls is recovered by the restartable process")
+		failed := failedOpErrors(d)
+		if disrupt == "kill-plugin" && b.Status.Phase == velerov1.BackupPhasePartiallyFailed &&
+			len(failed) > 0 && len(failed) == b.Status.BackupItemOperationsFailed && allTransport(failed) &&
+			os.Getenv("E2E_STRICT_KILL") == "" {
+			coreLimit = true
+			r.saw("KNOWN VELERO LIMITATION: backup %s ended PartiallyFailed because the killed plugin process cut "+
+				"%d call(s) (%v). Velero core marks an operation Failed for good when GetBackupItemActionV2 or "+
+				"Progress returns an error (pkg/controller/backup_operations_controller.go, "+
+				"getBackupItemOperationProgress); only a kill between two calls is recovered by the restartable "+
+				"process. Set E2E_STRICT_KILL=1 to count this as a failure. The plugin's own guarantees (no duplicate, "+
+				"every snapshot and copy completed) are checked below.", name, len(failed), failed)
+		} else {
+			t.Errorf("backup %s ended %s, want Completed (describe and logs in %s)", name, b.Status.Phase, filepath.Join(r.logDir, describeDir))
 		}
 	}
 	want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}
@@ -355,7 +365,10 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	if disrupt == "" && !describedWaiting {
 		t.Errorf("never captured `velero backup describe --details` while WaitingForPluginOperations")
 	}
-	r.checkDescribeOps(d, true)
+	r.checkDescribeOps(d, !coreLimit)
+	if coreLimit && b.Status.BackupItemOperationsCompleted+b.Status.BackupItemOperationsFailed != len(volumes) {
+		t.Errorf("operations completed %d + failed %d, want %d", b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed, len(volumes))
+	}
 	if b.Status.BackupItemOperationsAttempted != len(volumes) {
 		t.Errorf("backup item operations attempted = %d, want %d (one per PV)", b.Status.BackupItemOperationsAttempted, len(volumes))
 	}
@@ -390,6 +403,45 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	}
 	r.saw("simulator stats before: %v", statsBefore)
 	r.saw("simulator stats after:  %v", sim.get("/_sim/stats"))
+}
+
+// failedOpErrors returns the "Operation Error" of every Failed operation in describe output.
+func failedOpErrors(d string) []string {
+	var out []string
+	blocks := opBlock.FindAllStringIndex(d, -1)
+	for i, m := range blocks {
+		end := len(d)
+		if i+1 < len(blocks) {
+			end = blocks[i+1][0]
+		}
+		blk := d[m[0]:end]
+		if !regexp.MustCompile(`Phase:\s+Failed`).MatchString(blk) {
+			continue
+		}
+		msg := "?"
+		if j := strings.Index(blk, "Operation Error:"); j >= 0 {
+			msg = strings.TrimSpace(firstLine(blk[j+len("Operation Error:"):]))
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// allTransport reports whether every error is one of go-plugin's "the process went away" errors.
+func allTransport(errs []string) bool {
+	for _, e := range errs {
+		ok := false
+		for _, p := range []string{"Unrecognized remote plugin message", "transport is closing", "error reading from server",
+			"connection refused", "code = Unavailable", "plugin exited", "EOF"} {
+			if strings.Contains(e, p) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func isSubsequence(want, got []string) bool {
