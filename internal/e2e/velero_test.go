@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,6 +129,14 @@ func (r *rig) startVeleroServer() {
 			"AWS_EC2_METADATA_DISABLED=true",
 			"AWS_REGION="+srcRegion,
 		)
+	}
+	// Velero v1.18.3 builds its controller-runtime manager without metrics options, so the manager's
+	// metrics server always listens on :8080 (all interfaces); --metrics-address is Velero's own.
+	if l, err := net.Listen("tcp", ":8080"); err != nil {
+		r.t.Fatalf("port 8080 is busy (%v): the Velero server's controller-runtime metrics listener needs it "+
+			"(not configurable in v1.18.3), so only one rig can run per machine", err)
+	} else {
+		l.Close()
 	}
 	r.step("starting velero server (plugins: %s, upstream velero-plugin-for-aws; AWS_ENDPOINT_URL_EC2=%s)", pluginBin, r.ec2URL)
 	r.server = r.start("velero-server", r.serverEnv, nil, filepath.Join(r.binDir, "velero"), r.serverArgs...)
