@@ -502,6 +502,9 @@ func (r *rig) checkDescribeOps(d string, final bool) {
 		if !strings.Contains(blk, "velero-async.io/aws-snapshot-progress") {
 			t.Errorf("operation for %s does not name velero-async.io/aws-snapshot-progress:\n%s", pv, blk)
 		}
+		if !strings.Contains(blk, "Progress:") {
+			t.Errorf("operation for %s shows no progress (N of M):\n%s", pv, blk)
+		}
 		if !strings.Contains(blk, "Progress description:") {
 			t.Errorf("operation for %s has no progress description:\n%s", pv, blk)
 		}

@@ -79,25 +79,10 @@ func (s simClient) post(path string, body any) {
 // list returns the snapshots or volumes ("snapshots"/"volumes") of a region.
 func (s simClient) list(kind, region string) []simObject {
 	s.t.Helper()
-	v := s.get("/_sim/" + kind + "?region=" + region)
-	var items []any
-	switch x := v.(type) {
-	case []any:
-		items = x
-	case map[string]any:
-		for _, k := range []string{kind, strings.Title(kind), "items", "Items"} { //nolint:staticcheck
-			if a, ok := x[k].([]any); ok {
-				items = a
-				break
-			}
-		}
-		if items == nil {
-			for _, val := range x {
-				if a, ok := val.([]any); ok {
-					items = a
-				}
-			}
-		}
+	// The admin API answers a JSON array of ec2sim.Snapshot or ec2sim.Volume.
+	items, ok := s.get("/_sim/" + kind + "?region=" + region).([]any)
+	if !ok {
+		s.t.Fatalf("GET /_sim/%s?region=%s: not a JSON array", kind, region)
 	}
 	var out []simObject
 	for _, it := range items {
