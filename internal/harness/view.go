@@ -72,7 +72,7 @@ func (d *tableDisplay) Observe(s Status) {
 	var b strings.Builder
 	completed, failed := s.Count()
 	total := len(s.Operations)
-	fmt.Fprintf(&b, "%s %s\tPhase: %s\telapsed %s\treconciles %d\n", s.Kind, s.Name, s.Phase, s.Elapsed.Round(100*time.Millisecond), s.Reconciles)
+	fmt.Fprintf(&b, "%s %s   Phase: %s   elapsed %s   reconciles %d\n", s.Kind, s.Name, s.Phase, s.Elapsed.Round(100*time.Millisecond), s.Reconciles)
 	fmt.Fprintf(&b, "Item Operations: %d of %d completed, %d failed %s\n", completed, total, failed, bar(int64(completed+failed), int64(total), 30))
 	rows := 0
 	for _, op := range s.Operations {
