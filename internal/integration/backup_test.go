@@ -104,11 +104,12 @@ func TestMoreCopiesThanSlotsKeepSlotsFull(t *testing.T) {
 
 func TestThrottlingAtAWSRatesFailsNoOperation(t *testing.T) {
 	r := newRig(t, fastConfig(), 200)
+	r.core.Workers = 4 // Velero's --item-block-worker-count: four PVs at once
 	res := r.backup(location(copyRegion), 0)
 	requireCompleted(t, res, len(r.pvs))
 	requireOneEach(t, r.sim, res, copyRegion)
 	st := r.sim.Stats()
-	t.Logf("backup took %s over %d reconciles; %d EC2 calls, %d throttled", res.Total, res.Reconciles,
+	t.Logf("backup took %s (items %s) over %d reconciles; %d EC2 calls, %d throttled", res.Total, res.ItemPhase, res.Reconciles,
 		harness.TotalCalls(st), harness.CallsByOutcome(st)[harness.Throttled])
 }
 
