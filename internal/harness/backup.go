@@ -122,6 +122,7 @@ func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, er
 			return res, err
 		}
 	}
+	// Core passes through Finalizing; without finalize actions that changes nothing here.
 	st.Phase = velerov1api.BackupPhaseCompleted
 	if st.Errors > 0 {
 		st.Phase = velerov1api.BackupPhasePartiallyFailed
