@@ -646,7 +646,11 @@ func (r *rig) drRestore(sim simClient, backup string) {
 	r.saw("%s", firstLine(out))
 	rs := r.waitRestoreDone(name, 5*time.Minute)
 	time.Sleep(500 * time.Millisecond)
-	r.saw("restore %s phases observed by watch: %v", name, pl.get())
+	rphases := pl.get()
+	r.saw("restore %s phases observed by watch: %v", name, rphases)
+	if want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}; !isSubsequence(want, rphases) {
+		t.Errorf("restore phases %v do not contain %v in order", rphases, want)
+	}
 	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
 		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
 		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
