@@ -2,10 +2,8 @@ package ebs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -13,16 +11,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/golang/mock/gomock"
 	"github.com/sirupsen/logrus"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api/ec2apitest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api/mock"
 )
 
@@ -37,28 +33,12 @@ const (
 var t0 = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 
 // Errors as the SDK surfaces them.
-
-func apiErr(code string) error {
-	return &smithy.GenericAPIError{Code: code, Message: "EC2 says " + code}
-}
-
-func httpErr(status int, code string) error {
-	return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
-		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
-		Err:      apiErr(code),
-	}}
-}
-
-func netErr() error { return errors.New("connection reset") }
-
-// sdkNoAnswer is a request that got no answer, as the SDK reports it: a ResponseError without
-// an HTTP status around the transport's error.
-func sdkNoAnswer() error {
-	return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
-		Response: &smithyhttp.Response{Response: &http.Response{}},
-		Err:      &smithyhttp.RequestSendError{Err: netErr()},
-	}}
-}
+var (
+	apiErr      = ec2apitest.APIError
+	httpErr     = ec2apitest.HTTPError
+	netErr      = ec2apitest.NetError
+	sdkNoAnswer = ec2apitest.NoAnswer
+)
 
 // Snapshot builders.
 
