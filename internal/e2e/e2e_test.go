@@ -709,6 +709,8 @@ func (r *rig) drRestore(sim simClient, backup string) {
 		for k, val := range pv.Labels {
 			if strings.HasSuffix(k, "/zone") && !strings.HasPrefix(val, copyRegion) {
 				t.Errorf("PV %s label %s=%s not rewritten to a %s zone", v.PV, k, val, copyRegion)
+			} else if strings.HasSuffix(k, "/zone") && ok && val != wv.AZ {
+				t.Errorf("PV %s label %s=%s, but its volume is in %s", v.PV, k, val, wv.AZ)
 			}
 			if strings.HasSuffix(k, "/region") && val != copyRegion {
 				t.Errorf("PV %s label %s=%s not rewritten to %s", v.PV, k, val, copyRegion)
@@ -720,6 +722,8 @@ func (r *rig) drRestore(sim simClient, backup string) {
 					for _, val := range e.Values {
 						if strings.HasSuffix(e.Key, "/zone") && !strings.HasPrefix(val, copyRegion) {
 							t.Errorf("PV %s node affinity %s=%s not rewritten to a %s zone", v.PV, e.Key, val, copyRegion)
+						} else if strings.HasSuffix(e.Key, "/zone") && ok && val != wv.AZ {
+							t.Errorf("PV %s node affinity %s=%s, but its volume is in %s", v.PV, e.Key, val, wv.AZ)
 						}
 						if strings.HasSuffix(e.Key, "/region") && val != copyRegion {
 							t.Errorf("PV %s node affinity %s=%s not rewritten to %s", v.PV, e.Key, val, copyRegion)
