@@ -5,7 +5,7 @@ IMAGE      ?= velero-async/velero-plugin-for-aws:dev
 PLATFORMS  ?= linux/amd64,linux/arm64
 FUZZTIME   ?= 10s
 
-.PHONY: all build test demo bench fuzz generate container clean
+.PHONY: all build test demo bench fuzz e2e generate container clean
 
 all: build
 
@@ -26,6 +26,10 @@ demo:
 ## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
 bench:
 	go run ./internal/cmd/bench -out bench-results.json $(BENCH_FLAGS)
+
+## e2e: the plugin in a real Velero v1.18.3 server (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
+e2e:
+	go test -tags e2e -v -count=1 -timeout 40m ./internal/e2e/
 
 ## fuzz: each fuzz test for $(FUZZTIME)
 fuzz:
