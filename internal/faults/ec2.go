@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2sim"
 )
 
@@ -36,11 +37,11 @@ func (r *Rig) DeleteDirectly(ctx context.Context, region string, ids ...string) 
 	return nil
 }
 
-// SourceOf returns the source snapshot of pvName in backup and its copy in CopyRegion ("" when
-// absent).
+// SourceOf returns the source snapshot of pvName in backup and its copy in CopyRegion (zero
+// values when absent).
 func (r *Rig) SourceOf(backup, pvName string) (source, copy ec2sim.Snapshot) {
 	for _, s := range r.Sim.Snapshots(SourceRegion) {
-		if s.SourceSnapshotID == "" && s.Tags["velero.io/backup"] == backup && s.Tags["velero.io/pv"] == pvName {
+		if s.SourceSnapshotID == "" && s.Tags[ebs.TagBackup] == backup && s.Tags[ebs.TagPV] == pvName {
 			source = s
 		}
 	}

@@ -35,6 +35,8 @@ type Env struct {
 	SyncPeriod time.Duration
 	// Progress, if set, receives a line per backup, restore and deletion.
 	Progress io.Writer
+	// Debug logs core and the plugin at debug level (default info).
+	Debug bool
 }
 
 func (e *Env) syncPeriod() time.Duration {
@@ -89,8 +91,12 @@ func (e *Env) NewRig(name string, cfg ec2sim.Config, volumes int) (*Rig, error) 
 		_ = srv.Close()
 		return nil, err
 	}
-	log := harness.NewLogger(r.logFile, logrus.InfoLevel)
-	plugins, err := harness.ProcessPlugins(e.Plugin.Dir, log, logrus.InfoLevel)
+	level := logrus.InfoLevel
+	if e.Debug {
+		level = logrus.DebugLevel
+	}
+	log := harness.NewLogger(r.logFile, level)
+	plugins, err := harness.ProcessPlugins(e.Plugin.Dir, log, level)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -173,6 +179,9 @@ func (c *earlyCheck) Observe(s harness.Status) {
 			continue
 		}
 		c.seen[op] = true
+		if src, _ := c.rig.SourceOf(c.backup, op.Resource.Name); src.ID == "" {
+			continue // no snapshot was taken (an item error says why): nothing to wait for
+		}
 		if why := c.rig.Usable(c.backup, op.Resource.Name, c.copyTo); why != "" {
 			c.res.Problemf("backup %s completed early: %s", c.backup, why)
 		}
@@ -209,28 +218,18 @@ func (r *Rig) Check(res *Result, b *harness.BackupResult, wantFailed map[string]
 // Usable returns "" when the PV's snapshot in backup, and its copy in copyTo when set, are
 // completed in the simulator, or else what is not.
 func (r *Rig) Usable(backup, pvName, copyTo string) string {
-	var src *ec2sim.Snapshot
-	for _, s := range r.Sim.Snapshots(SourceRegion) {
-		if s.SourceSnapshotID == "" && s.Tags[ebs.TagBackup] == backup && s.Tags[ebs.TagPV] == pvName {
-			src = &s
-			break
-		}
-	}
-	if src == nil || src.State != "completed" {
-		return fmt.Sprintf("%s: operation completed, source snapshot %+v not completed", pvName, src)
-	}
-	if copyTo == "" {
+	src, cp := r.SourceOf(backup, pvName)
+	switch {
+	case src.ID == "" || src.State != "completed":
+		return fmt.Sprintf("%s: operation completed, source snapshot %q is %q", pvName, src.ID, src.State)
+	case copyTo == "":
 		return ""
+	case cp.ID == "":
+		return fmt.Sprintf("%s: operation completed, no copy of %s in %s", pvName, src.ID, copyTo)
+	case cp.State != "completed":
+		return fmt.Sprintf("%s: operation completed, copy %s of %s is %s", pvName, cp.ID, src.ID, cp.State)
 	}
-	for _, c := range r.Sim.Snapshots(copyTo) {
-		if c.SourceSnapshotID == src.ID {
-			if c.State != "completed" {
-				return fmt.Sprintf("%s: operation completed, copy %s of %s is %s", pvName, c.ID, src.ID, c.State)
-			}
-			return ""
-		}
-	}
-	return fmt.Sprintf("%s: operation completed, no copy of %s in %s", pvName, src.ID, copyTo)
+	return ""
 }
 
 // Delete deletes the backup's snapshots through loc as Velero's deletion controller does and
