@@ -39,7 +39,7 @@ func TestBaselinesComplete(t *testing.T) {
 	sc.Volumes = 25
 	sc.Snapshots = ec2sim.Range(200*time.Millisecond, 500*time.Millisecond)
 	sc.Copies = ec2sim.Range(300*time.Millisecond, 600*time.Millisecond)
-	sc.SyncPeriod = 200 * time.Millisecond
+	sc.SyncPeriod.Duration = 200 * time.Millisecond
 	r := Runner{Log: harness.NewLogger(io.Discard, logrus.PanicLevel)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -77,7 +77,7 @@ func (b blocking) wait(ctx context.Context, c *ec2.Client, id string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(b.sc.SyncPeriod):
+		case <-time.After(b.sc.SyncPeriod.Duration):
 		}
 		out, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
 		if err != nil {

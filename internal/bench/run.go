@@ -54,7 +54,7 @@ func (r Runner) runHarness(ctx context.Context, strategy string, sc Scenario, pl
 	if err != nil {
 		return Result{}, err
 	}
-	core := &harness.Core{Plugins: factory, Log: r.Log, SyncPeriod: sc.SyncPeriod}
+	core := &harness.Core{Plugins: factory, Log: r.Log, SyncPeriod: sc.SyncPeriod.Duration}
 	var memory *harness.MemorySampler
 	if plugin != nil {
 		memory = plugin.SampleMemory(50 * time.Millisecond)

@@ -27,7 +27,7 @@ type Scenario struct {
 	Snapshots ec2sim.DurationRange `json:"snapshotDuration"`
 	Copies    ec2sim.DurationRange `json:"copyDuration"`
 	// SyncPeriod is Velero's --item-operation-sync-frequency (and the baselines' poll interval).
-	SyncPeriod time.Duration `json:"syncPeriod"`
+	SyncPeriod ec2sim.Duration `json:"syncPeriod"`
 	// ThrottleScale multiplies AWS's request rates (1: AWS's documented rates).
 	ThrottleScale float64 `json:"throttleScale"`
 	// SourceRegion holds the volumes; CopyRegion receives the copies.
@@ -42,7 +42,7 @@ func Standard() Scenario {
 		Volumes:       200,
 		Snapshots:     ec2sim.Range(5*time.Second, 10*time.Second),
 		Copies:        ec2sim.Range(8*time.Second, 12*time.Second),
-		SyncPeriod:    time.Second,
+		SyncPeriod:    ec2sim.Duration{Duration: time.Second},
 		ThrottleScale: 1,
 		SourceRegion:  "us-east-1",
 		CopyRegion:    "us-west-2",

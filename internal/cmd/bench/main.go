@@ -37,7 +37,7 @@ func main() {
 	fs.IntVar(&o.Scenario.Volumes, "volumes", o.Scenario.Volumes, "volumes in the standard scenario")
 	fs.Var(harness.RangeValue{R: &o.Scenario.Snapshots}, "snapshot-duration", "snapshot duration in the standard scenario, MIN-MAX")
 	fs.Var(harness.RangeValue{R: &o.Scenario.Copies}, "copy-duration", "copy duration in the standard scenario, MIN-MAX")
-	fs.DurationVar(&o.Scenario.SyncPeriod, "sync-period", o.Scenario.SyncPeriod, "Velero's --item-operation-sync-frequency")
+	fs.DurationVar(&o.Scenario.SyncPeriod.Duration, "sync-period", o.Scenario.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency")
 	fs.Float64Var(&o.Scenario.ThrottleScale, "throttle-scale", o.Scenario.ThrottleScale, "EC2 request rates as a multiple of AWS's")
 	fs.IntVar(&o.BlockingVolumes, "blocking-volumes", o.BlockingVolumes, "volumes the blocking baseline really backs up (scaled linearly)")
 	fs.IntVar(&o.CompareVolumes, "compare-volumes", o.CompareVolumes, "volume count of the plugin-versus-blocking comparison (0: skip)")
