@@ -99,6 +99,8 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Description = fmt.Sprintf("waiting to copy %s to %s: %v", srcID, dest, fillErr)
 	case cp == nil && v.recentlyRequested(src, now, t.copyGrace):
 		p.Description = fmt.Sprintf("copy of %s to %s requested; waiting for EC2 to list it", srcID, dest)
+	case cp == nil && v.inFlight(dest) < t.copyLimit:
+		p.Description = fmt.Sprintf("waiting for EC2's CopySnapshot request rate in %s (%d in flight)", dest, v.inFlight(dest))
 	case cp == nil:
 		p.Description = fmt.Sprintf("waiting for a copy slot in %s (%d in flight)", dest, v.inFlight(dest))
 	case cp.State == types.SnapshotStateError:
@@ -197,7 +199,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 		return err // asked already; the next description of EC2 tells whether slots freed up
 	}
 	now := t.clock.Now()
-	free := t.copyLimit - v.inFlight(dest)
+	free := min(t.copyLimit-v.inFlight(dest), copyRequestAllowance(v, dest, now))
 	if free <= 0 {
 		return nil
 	}
@@ -281,6 +283,16 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 		}
 	}
 	return queued
+}
+
+// copyRequestAllowance is how many CopySnapshot requests EC2's rate allows now, judged from the
+// backup's copies into dest: a bucket of B requests refilled at R per second is full again B/R
+// seconds after it was empty, so at least B minus the requests of the last B/R seconds are left.
+// A fresh plugin process per reconcile cannot carry a client-side bucket; the copies' start
+// times can.
+func copyRequestAllowance(v *backupView, dest string, now time.Time) int {
+	window := time.Duration(ec2api.CopySnapshotBurst/ec2api.CopySnapshotRefill) * time.Second
+	return ec2api.CopySnapshotBurst - v.copiesStartedSince(dest, now.Add(-window))
 }
 
 // recordCopy adds a copy this process just started to the cached view, so the rest of the

@@ -572,3 +572,23 @@ func TestNoAnswerAsTheSDKReportsIt(t *testing.T) {
 		checkProgress(t, p, err, want{n: 100, total: 200, desc: "requested; waiting for EC2 to list it"})
 	})
 }
+
+// EC2 refills CopySnapshot requests at 5 per second from a bucket of 50: with 45 copies of the
+// backup started in the last 10 s, only 5 more are asked for, whatever the free slots.
+func TestProgressPacesCopiesAtEC2sRate(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 45; i++ {
+		src := snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(-time.Hour))
+		f.src().add(src)
+		f.dst().add(copyOfSnap(fmt.Sprintf("snap-c%07x", i), src, types.SnapshotStateCompleted, startedAt(-5*time.Second)))
+	}
+	for i := 45; i < 60; i++ {
+		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(-time.Hour)))
+	}
+	m := f.serveTracker(nil)
+	p, err := f.tracker().Progress(context.Background(), opID(volN(59)), inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for EC2's CopySnapshot request rate in us-west-2 (5 in flight)"})
+	if got := m.count("CopySnapshot"); got != 5 {
+		t.Errorf("%d CopySnapshot calls, want the 5 EC2's rate allows", got)
+	}
+}

@@ -133,6 +133,19 @@ func (v *backupView) inFlight(dest string) int {
 	return n
 }
 
+// copiesStartedSince counts the backup's copies into dest started at or after t.
+func (v *backupView) copiesStartedSince(dest string, t time.Time) int {
+	n := 0
+	for _, cs := range v.copies[dest] {
+		for _, c := range cs {
+			if !aws.ToTime(c.StartTime).Before(t) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (v *backupView) sourceByID(id string) *types.Snapshot {
 	for _, ss := range v.sources {
 		for i := range ss {

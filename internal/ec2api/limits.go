@@ -21,6 +21,13 @@ const (
 	otherMutating
 )
 
+// EC2's request bucket for CopySnapshot (with the other mutating actions): its size and refill
+// rate per second.
+const (
+	CopySnapshotBurst  = 50
+	CopySnapshotRefill = 5
+)
+
 // awsRates are the bucket sizes and refill rates (per second) AWS documents for each class.
 var awsRates = map[actionClass]struct {
 	burst  int
@@ -32,7 +39,7 @@ var awsRates = map[actionClass]struct {
 	deleteSnapshot:     {100, 5},
 	createVolume:       {100, 5},
 	createTags:         {100, 10},
-	otherMutating:      {50, 5},
+	otherMutating:      {CopySnapshotBurst, CopySnapshotRefill},
 }
 
 // classify names the bucket a request draws from. Describe calls with no filter, ID or page
