@@ -2,10 +2,14 @@ package ec2api
 
 import (
 	"errors"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // EC2 error codes the plugin acts on.
@@ -43,16 +47,12 @@ func IsNotFound(err error) bool {
 	return false
 }
 
-// IsAmbiguous reports whether a failed mutating request may still have taken effect: no EC2
-// answer at all (timeout, dropped connection), or a server-side (5xx) error other than
-// throttling. A definite refusal (a 4xx answer, throttling, a request the SDK never sent because
-// its parameters were invalid) is not ambiguous.
+// IsAmbiguous reports whether a failed mutating request may still have taken effect: it was
+// sent and got no answer (a dropped connection, a timeout), or a server-side (5xx) error other
+// than throttling. A definite refusal (a 4xx answer, throttling) is not ambiguous, and neither is
+// a failure before anything was sent (invalid parameters, no credentials, presigning).
 func IsAmbiguous(err error) bool {
 	if err == nil || IsThrottle(err) {
-		return false
-	}
-	var invalid *smithy.InvalidParamsError
-	if errors.As(err, &invalid) {
 		return false
 	}
 	var resp *awshttp.ResponseError
@@ -61,11 +61,20 @@ func IsAmbiguous(err error) bool {
 		status := resp.HTTPStatusCode()
 		return status == 0 || status >= 500
 	}
-	return true
+	var send *smithyhttp.RequestSendError
+	var netErr net.Error
+	return errors.As(err, &send) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// IsTransient reports whether err is worth another try later: throttling, a server-side error,
-// or no answer at all.
+// IsTransient reports whether err is worth another try later: throttling, a request that may
+// or may not have worked, or a failure that is not EC2's answer at all (credentials not
+// reachable yet, for example). EC2's definite refusals and invalid parameters are not.
 func IsTransient(err error) bool {
-	return err != nil && (IsThrottle(err) || IsAmbiguous(err))
+	if err == nil {
+		return false
+	}
+	var apiErr smithy.APIError
+	var invalid *smithy.InvalidParamsError
+	return IsThrottle(err) || IsAmbiguous(err) || !errors.As(err, &apiErr) && !errors.As(err, &invalid)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api/ec2apitest"
 )
 
 func TestErrorClassification(t *testing.T) {
@@ -35,6 +37,7 @@ func TestErrorClassification(t *testing.T) {
 		{name: "no answer", err: netErr(), ambiguous: true, transient: true},
 		{name: "deadline", err: fmt.Errorf("op: %w", context.DeadlineExceeded), ambiguous: true, transient: true},
 		{name: "invalid parameters, never sent", err: &smithy.InvalidParamsError{Context: "CreateSnapshotInput"}},
+		{name: "no credentials, never sent", err: ec2apitest.NotSent(), transient: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

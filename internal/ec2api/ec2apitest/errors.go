@@ -3,7 +3,9 @@ package ec2apitest
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"syscall"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -23,8 +25,13 @@ func HTTPError(status int, code string) error {
 	}}
 }
 
-// NetError is a transport failure outside any SDK wrapping.
-func NetError() error { return errors.New("connection reset") }
+// NetError is a connection reset while waiting for an answer, outside any SDK wrapping.
+func NetError() error {
+	return &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+// NotSent is a failure before any request went out, such as credentials that cannot be had.
+func NotSent() error { return errors.New("failed to refresh cached credentials") }
 
 // NoAnswer is a request the SDK sent without getting an answer: a ResponseError without an
 // HTTP status around the transport's error.
