@@ -48,7 +48,9 @@ func (f Fleet) Seed(sim *ec2sim.Simulator) []*corev1api.PersistentVolume {
 	specs := make([]ec2sim.VolumeSpec, f.Count)
 	vols := make([]Volume, f.Count)
 	for i := range specs {
-		spec := ec2sim.VolumeSpec{AvailabilityZone: zones[i%len(zones)], Type: "gp3", SizeGiB: int32(10 + i%10*10), IOPS: 3000, Throughput: 125}
+		// gp3 performance varies, so a restore that loses it shows.
+		step := int32(i % 3)
+		spec := ec2sim.VolumeSpec{AvailabilityZone: zones[i%len(zones)], Type: "gp3", SizeGiB: int32(10 + i%10*10), IOPS: 3000 + 1000*step, Throughput: 125 + 125*step}
 		if i%2 == 1 {
 			spec = ec2sim.VolumeSpec{AvailabilityZone: spec.AvailabilityZone, Type: "io2", SizeGiB: spec.SizeGiB, IOPS: 4000}
 		}

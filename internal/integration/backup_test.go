@@ -206,44 +206,6 @@ func TestBackupWithoutCopyCompletesWithSources(t *testing.T) {
 	}
 }
 
-func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
-	r := newRig(t, fastConfig(), 8)
-	res := r.backup(location(copyRegion), 0)
-	requireCompleted(t, res, len(r.pvs))
-	drLocation := harness.NewLocation("default", map[string]string{"region": copyRegion})
-	restore, err := r.core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-dr", Backup: res, Location: drLocation})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !restore.Succeeded() {
-		t.Fatalf("restore phase %s; errors %v %v", restore.Restore.Status.Phase, restore.ItemErrors, restore.OperationErrors)
-	}
-	copies := map[string]string{}
-	for _, s := range r.sim.Snapshots(copyRegion) {
-		copies[s.ID] = s.SourceSnapshotID
-	}
-	volumes := map[string]ec2sim.Volume{}
-	for _, v := range r.sim.Volumes(copyRegion) {
-		volumes[v.ID] = v
-	}
-	if len(restore.Volumes) != len(r.pvs) {
-		t.Fatalf("%d volumes restored, want %d", len(restore.Volumes), len(r.pvs))
-	}
-	for _, rv := range restore.Volumes {
-		v, ok := volumes[rv.VolumeID]
-		if !ok {
-			t.Errorf("%s: restored volume %s not in %s", rv.PV, rv.VolumeID, copyRegion)
-			continue
-		}
-		if copies[v.SnapshotID] != rv.SnapshotID {
-			t.Errorf("%s: volume %s made from %s, want the copy of %s", rv.PV, v.ID, v.SnapshotID, rv.SnapshotID)
-		}
-		if v.State != "available" && len(restore.Operations) > 0 {
-			t.Errorf("%s: volume %s is %s after the restore completed", rv.PV, v.ID, v.State)
-		}
-	}
-}
-
 func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
