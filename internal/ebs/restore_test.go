@@ -55,6 +55,7 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 	done := copyOfSnap("snap-0000000b", gp3, types.SnapshotStateCompleted)
 	pending := copyOfSnap("snap-0000000c", gp3, types.SnapshotStatePending, progress("45%"))
 	failed := copyOfSnap("snap-0000000d", gp3, types.SnapshotStateError, message("KMS key disabled"))
+	upstream := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted) // Velero's tags only, none of the plugin's
 	east := Config{Region: srcRegion}
 	west := Config{Region: dstRegion}
 	tests := []struct {
@@ -83,6 +84,10 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io2", Iops: aws.Int32(5000), Encrypted: aws.Bool(true), KmsKeyId: aws.String("alias/ebs")}},
 		{name: "copy region restores from the completed copy", cfg: west, here: []types.Snapshot{failed, pending, done}, volumeType: "gp3",
 			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000b"), VolumeType: "gp3", Iops: aws.Int32(4000), Throughput: aws.Int32(250)}},
+		{name: "upstream plugin's gp2 snapshot, as upstream restores it", cfg: east, here: []types.Snapshot{upstream}, volumeType: "gp2",
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "gp2"}, wantTags: map[string]string{TagBackup: backupName}},
+		{name: "upstream plugin's io1 snapshot with Velero's IOPS", cfg: east, here: []types.Snapshot{upstream}, volumeType: "io1", iops: aws.Int64(3200),
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io1", Iops: aws.Int32(3200)}},
 		{name: "pending copy", cfg: west, here: []types.Snapshot{pending},
 			wantErr: []string{"snap-0000000a", "no completed copy", "snap-0000000c is pending at 45%"}},
 		{name: "failed copy", cfg: west, here: []types.Snapshot{failed},
