@@ -25,6 +25,9 @@ type Scenario struct {
 // Sizes scale the scenarios: Full is what make fault runs, Quick what go test runs.
 type Sizes struct {
 	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes int
+	// AmbiguousCopies makes copies in the ambiguous-failures scenario: every CopySnapshot whose
+	// outcome is unknown costs the plugin's 2-minute copy grace period.
+	AmbiguousCopies bool
 	// Invisible is the longest a new snapshot or copy stays out of Describe answers.
 	Invisible time.Duration
 	// PendingGP3 also fills the 5 pending snapshots of gp3 volumes (a minute of set-up);
@@ -34,9 +37,10 @@ type Sizes struct {
 
 // Full are the sizes of make fault.
 var Full = Sizes{StormVolumes: 1000, AmbiguousVolumes: 50, ConsistencyVolumes: 30, KillTrials: 20, KillVolumes: 8,
-	CopySlotVolumes: 100, Invisible: 10 * time.Second, PendingGP3: true}
+	CopySlotVolumes: 100, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
 
-// Quick are the sizes of go test: every scenario but the storm, smaller.
+// Quick are the sizes of go test: every scenario but the storm, smaller, and no copies where
+// an unknown CopySnapshot outcome would cost minutes.
 var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6,
 	CopySlotVolumes: 45, Invisible: 10 * time.Second}
 
@@ -51,10 +55,10 @@ func Scenarios(z Sizes) []Scenario {
 		},
 		{
 			Name: "Ambiguous failures", Timeout: 5 * time.Minute,
-			Load:   fmt.Sprintf("%d volumes, copies, deletion", z.AmbiguousVolumes),
+			Load:   fmt.Sprintf("%d volumes, %s, deletion", z.AmbiguousVolumes, map[bool]string{true: "copies", false: "no copies"}[z.AmbiguousCopies]),
 			Faults: "10% of CreateSnapshot and CopySnapshot answers lost after effect, 5% 5xx on every action, 0–1 s listing lag",
 			Run: func(ctx context.Context, e *Env, res *Result) error {
-				return ambiguous(ctx, e, res, z.AmbiguousVolumes)
+				return ambiguous(ctx, e, res, z.AmbiguousVolumes, z.AmbiguousCopies)
 			},
 		},
 		{
@@ -122,7 +126,12 @@ func (e *Env) withRig(name string, cfg ec2sim.Config, volumes int, f func(r *Rig
 // backupAndDelete backs up every PV with copies, checks the backup, deletes it from the source
 // region and counts what is left.
 func backupAndDelete(ctx context.Context, r *Rig, res *Result, name string, wantFailed map[string]string) error {
-	loc := Location(SourceRegion, CopyRegion)
+	return backupAndDeleteTo(ctx, r, res, name, CopyRegion, wantFailed)
+}
+
+// backupAndDeleteTo is backupAndDelete with copies to copyTo, none when "".
+func backupAndDeleteTo(ctx context.Context, r *Rig, res *Result, name, copyTo string, wantFailed map[string]string) error {
+	loc := Location(SourceRegion, copyTo)
 	b, err := r.Backup(ctx, res, name, loc)
 	if err != nil {
 		return err
@@ -149,14 +158,18 @@ func storm(ctx context.Context, e *Env, res *Result, volumes int) error {
 	})
 }
 
-func ambiguous(ctx context.Context, e *Env, res *Result, volumes int) error {
+func ambiguous(ctx context.Context, e *Env, res *Result, volumes int, copies bool) error {
 	cfg := FastConfig(2)
 	cfg.Faults = ec2sim.Faults{
 		DropAfterEffectRate: 0.1, DropActions: []string{"CreateSnapshot", "CopySnapshot"},
 		ServerErrorRate: 0.05, InvisibleFor: ec2sim.Range(0, time.Second),
 	}
+	copyTo := ""
+	if copies {
+		copyTo = CopyRegion
+	}
 	return e.withRig("ambiguous", cfg, volumes, func(r *Rig) error {
-		err := backupAndDelete(ctx, r, res, "ambiguous", nil)
+		err := backupAndDeleteTo(ctx, r, res, "ambiguous", copyTo, nil)
 		out := harness.CallsByOutcome(r.Sim.Stats())
 		res.Faults += fmt.Sprintf(": %d answers 500, %d connections closed", out["InternalError"], out["ConnectionClosed"])
 		return err

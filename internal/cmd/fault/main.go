@@ -19,13 +19,14 @@ func main() {
 	harness.ServeBuiltinPlugins()
 	quick := flag.Bool("quick", false, "the smaller sizes of go test, without the throttling storm")
 	only := flag.String("only", "", "run only the scenarios whose name contains this text (case-insensitive)")
+	skip := flag.String("skip", "", "skip the scenarios whose name contains this text (case-insensitive)")
 	logDir := flag.String("logs", "", "directory for core's and the plugin's logs (default: a new temporary directory)")
 	flag.Parse()
 	harness.PluginArgs()
-	os.Exit(run(*quick, *only, *logDir))
+	os.Exit(run(*quick, *only, *skip, *logDir))
 }
 
-func run(quick bool, only, logDir string) int {
+func run(quick bool, only, skip, logDir string) int {
 	sizes := faults.Full
 	if quick {
 		sizes = faults.Quick
@@ -54,7 +55,8 @@ func run(quick bool, only, logDir string) int {
 	fmt.Fprintf(os.Stderr, "logs in %s\n", logDir)
 	var results []*faults.Result
 	for _, s := range faults.Scenarios(sizes) {
-		if (quick && s.Heavy) || !strings.Contains(strings.ToLower(s.Name), strings.ToLower(only)) {
+		name := strings.ToLower(s.Name)
+		if (quick && s.Heavy) || !strings.Contains(name, strings.ToLower(only)) || (skip != "" && strings.Contains(name, strings.ToLower(skip))) {
 			continue
 		}
 		results = append(results, env.Run(ctx, s))
