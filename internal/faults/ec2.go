@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -51,16 +50,4 @@ func (r *Rig) SourceOf(backup, pvName string) (source, copy ec2sim.Snapshot) {
 		}
 	}
 	return source, copy
-}
-
-// waitUntil polls cond every 100 ms until it holds or d passes.
-func waitUntil(ctx context.Context, d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
 }
