@@ -85,13 +85,13 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 // EC2 may not list the copy yet.
 func (s *Snapshotter) copyJustRequested(requestedAt string) bool {
 	at, err := time.Parse(time.RFC3339, requestedAt)
-	return err == nil && s.clock.Since(at) < s.copyGrace
+	return err == nil && s.clock.Since(at) < s.listingLag
 }
 
-// awaitCopies looks for the copies of a source for up to the ambiguity window: a copy requested
+// awaitCopies looks for the copies of a source for as long as EC2 may lag in listing it: a copy requested
 // moments ago may not be listed yet, and deleting only the source would leak it.
 func (s *Snapshotter) awaitCopies(ctx context.Context, region, sourceID string) ([]types.Snapshot, error) {
-	end := s.clock.Now().Add(s.ambiguityWindow)
+	end := s.clock.Now().Add(s.listingLag)
 	for wait := time.Second; ; wait *= 2 {
 		left := end.Sub(s.clock.Now())
 		if left <= 0 {

@@ -24,10 +24,9 @@ func TestSettings(t *testing.T) {
 	}{
 		{"cache TTL", WithCacheTTL(time.Second), func(s settings) any { return s.cacheTTL }, 5 * time.Second, time.Second},
 		{"copy limit", WithCopyLimit(3), func(s settings) any { return s.copyLimit }, 20, 3},
-		{"copy grace", WithCopyGrace(time.Minute), func(s settings) any { return s.copyGrace }, 2 * time.Minute, time.Minute},
 		{"not-found grace", WithNotFoundGrace(time.Hour), func(s settings) any { return s.notFoundGrace }, 15 * time.Minute, time.Hour},
 		{"create patience", WithCreatePatience(time.Hour), func(s settings) any { return s.createPatience }, 10 * time.Minute, time.Hour},
-		{"ambiguity window", WithAmbiguityWindow(time.Minute), func(s settings) any { return s.ambiguityWindow }, 30 * time.Second, time.Minute},
+		{"listing lag", WithListingLag(time.Minute), func(s settings) any { return s.listingLag }, 30 * time.Second, time.Minute},
 		{"clock", WithClock(clk), func(s settings) any { return s.clock.Now() }, nil, t0},
 	}
 	for _, tt := range tests {

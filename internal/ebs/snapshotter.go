@@ -164,11 +164,11 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	}
 }
 
-// awaitSnapshot looks, for up to the ambiguity window, for a snapshot that a CreateSnapshot
+// awaitSnapshot looks, for as long as EC2 may lag in listing it, for a snapshot that a CreateSnapshot
 // whose outcome is unknown may have made. known is false when EC2 could not be asked, so the
 // question stays open.
 func (s *Snapshotter) awaitSnapshot(ctx context.Context, c ec2api.EC2, volumeID, backup string, since time.Time) (id string, known bool, err error) {
-	end := s.clock.Now().Add(s.ambiguityWindow)
+	end := s.clock.Now().Add(s.listingLag)
 	wait := time.Second
 	for {
 		id, lookErr := findSnapshot(ctx, c, volumeID, backup, since)

@@ -237,7 +237,7 @@ func TestCreateSnapshotAmbiguityWindow(t *testing.T) {
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 	cc := f.serveCreate(httpErr(500, "InternalError"), nil)
 	f.src().serveDescribe()
-	s := f.snapshotter(Config{Region: srcRegion}, WithAmbiguityWindow(30*time.Second))
+	s := f.snapshotter(Config{Region: srcRegion}, WithListingLag(30*time.Second))
 	_, ok := onClock(f, time.Hour, func(ctx context.Context) error {
 		_, err := s.CreateSnapshot(ctx, volA, veleroTags)
 		return err

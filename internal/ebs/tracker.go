@@ -97,7 +97,7 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Err = v.refused[srcID]
 	case cp == nil && fillErr != nil:
 		p.Description = fmt.Sprintf("waiting to copy %s to %s: %v", srcID, dest, fillErr)
-	case cp == nil && v.recentlyRequested(src, now, t.copyGrace):
+	case cp == nil && v.recentlyRequested(src, now, t.listingLag):
 		p.Description = fmt.Sprintf("copy of %s to %s requested; waiting for EC2 to list it", srcID, dest)
 	case cp == nil && v.inFlight(dest) < t.copyLimit:
 		p.Description = fmt.Sprintf("waiting for EC2's CopySnapshot request rate in %s (%d in flight)", dest, v.inFlight(dest))
@@ -203,7 +203,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 	if free <= 0 {
 		return nil
 	}
-	batch := v.awaitingCopy(dest, now, t.copyGrace)
+	batch := v.awaitingCopy(dest, now, t.listingLag)
 	if len(batch) == 0 {
 		return nil
 	}
@@ -264,7 +264,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 	}
 	if len(unmark) > 0 {
 		// Without the mark, the next call may ask again at once; left in place, the mark only
-		// delays those sources by the copy grace period.
+		// delays those sources by the listing lag.
 		if _, err := src.DeleteTags(ctx, &ec2.DeleteTagsInput{
 			Resources: unmark,
 			Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt)}},

@@ -158,7 +158,7 @@ func TestProgress(t *testing.T) {
 		return snapshot("snap-0000000a", volA, state, opts...)
 	}
 	done := src(types.SnapshotStateCompleted, intent)
-	recently := t0.Add(-time.Minute).Format(time.RFC3339)
+	recently := t0.Add(-10 * time.Second).Format(time.RFC3339)
 	tests := []struct {
 		name        string
 		east, west  []types.Snapshot
@@ -459,8 +459,9 @@ func TestProgressQueuedAsksOncePerReconcile(t *testing.T) {
 	}
 }
 
-// After a CopySnapshot whose outcome is unknown, no second copy is asked for within the copy
-// grace period, by this Tracker or by a new one (a restarted plugin); after it, one is.
+// After a CopySnapshot whose outcome is unknown, no second copy is asked for while EC2 may
+// still be lagging in listing it, by this Tracker or by a new one (a restarted plugin); after
+// that, one is.
 func TestProgressAmbiguousCopy(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
@@ -479,17 +480,17 @@ func TestProgressAmbiguousCopy(t *testing.T) {
 			requested := want{n: 100, total: 200, desc: "requested; waiting for EC2 to list it"}
 			progress(requested)
 			progress(requested) // same reconcile
-			for _, d := range []time.Duration{10 * time.Second, time.Minute, 49 * time.Second} {
-				f.clk.Step(d) // later reconciles, within the 2 min grace
+			for _, d := range []time.Duration{10 * time.Second, 10 * time.Second, 9 * time.Second} {
+				f.clk.Step(d) // later reconciles, within the 30 s listing lag
 				progress(requested)
 			}
 			if got := m.count("CopySnapshot"); got != 1 {
-				t.Fatalf("%d CopySnapshot calls within the grace period, want 1", got)
+				t.Fatalf("%d CopySnapshot calls within the listing lag, want 1", got)
 			}
-			f.clk.Step(2 * time.Second) // past the grace
+			f.clk.Step(2 * time.Second) // past it
 			progress(want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"})
 			if got := m.count("CopySnapshot"); got != 2 {
-				t.Errorf("%d CopySnapshot calls after the grace period, want 2", got)
+				t.Errorf("%d CopySnapshot calls after the listing lag, want 2", got)
 			}
 		})
 	}

@@ -66,7 +66,7 @@ func (t *Tracker) load(ctx context.Context, v *backupView) error {
 	v.sources, v.copies, v.fetched = sources, copies, t.clock.Now()
 	v.queued = map[string]error{}
 	for id, at := range v.requested {
-		if v.copyOf(id) != nil || v.fetched.Sub(at) >= t.copyGrace {
+		if v.copyOf(id) != nil || v.fetched.Sub(at) >= t.listingLag {
 			delete(v.requested, id)
 		}
 	}
@@ -158,16 +158,16 @@ func (v *backupView) sourceByID(id string) *types.Snapshot {
 }
 
 // awaitingCopy returns the completed sources bound for dest that have no copy, were not
-// refused, and were not asked for within grace (by this process, or by any, per the source's
+// refused, and were not asked for within lag (by this process, or by any, per the source's
 // copy-requested-at tag), oldest first.
-func (v *backupView) awaitingCopy(dest string, now time.Time, grace time.Duration) []types.Snapshot {
+func (v *backupView) awaitingCopy(dest string, now time.Time, lag time.Duration) []types.Snapshot {
 	var out []types.Snapshot
 	for vol := range v.sources {
 		s := v.source(vol)
 		id := aws.ToString(s.SnapshotId)
 		tags := tagMap(s.Tags)
 		if s.State != types.SnapshotStateCompleted || tags[TagCopyToRegion] != dest ||
-			v.copyOf(id) != nil || v.refused[id] != "" || v.recentlyRequested(s, now, grace) {
+			v.copyOf(id) != nil || v.refused[id] != "" || v.recentlyRequested(s, now, lag) {
 			continue
 		}
 		out = append(out, *s)
@@ -182,11 +182,11 @@ func (v *backupView) awaitingCopy(dest string, now time.Time, grace time.Duratio
 	return out
 }
 
-// recentlyRequested reports whether a copy of s was asked for within grace of now.
-func (v *backupView) recentlyRequested(s *types.Snapshot, now time.Time, grace time.Duration) bool {
-	if at, ok := v.requested[aws.ToString(s.SnapshotId)]; ok && now.Sub(at) < grace {
+// recentlyRequested reports whether a copy of s was asked for within lag of now.
+func (v *backupView) recentlyRequested(s *types.Snapshot, now time.Time, lag time.Duration) bool {
+	if at, ok := v.requested[aws.ToString(s.SnapshotId)]; ok && now.Sub(at) < lag {
 		return true
 	}
 	at, err := time.Parse(time.RFC3339, tagMap(s.Tags)[TagCopyRequestedAt])
-	return err == nil && now.Sub(at) < grace
+	return err == nil && now.Sub(at) < lag
 }
