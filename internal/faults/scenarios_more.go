@@ -134,6 +134,7 @@ func quotas(ctx context.Context, e *Env, res *Result, z Sizes) error {
 			r.Delete(res, b, loc)
 		}
 		r.CountLeaked(res, 20*time.Second)
+		res.Faults += answered(r.Sim, "SnapshotCreationPerVolumeRateExceeded")
 		return nil
 	})
 	if err != nil {
@@ -147,7 +148,7 @@ func quotas(ctx context.Context, e *Env, res *Result, z Sizes) error {
 		if peak > 20 {
 			res.Problemf("%d copies in flight at once, over EC2's 20", peak)
 		}
-		res.Faults += fmt.Sprintf("; peak copies in flight %d", peak)
+		res.Faults += answered(r.Sim, "ResourceLimitExceeded") + fmt.Sprintf("; peak copies in flight %d", peak)
 		return err
 	})
 }
@@ -200,6 +201,12 @@ func pendingLimit(ctx context.Context, e *Env, res *Result) error {
 			return err
 		}
 		r.CountLeaked(res, 20*time.Second)
+		res.Faults += answered(r.Sim, "ConcurrentSnapshotLimitExceeded")
 		return nil
 	})
+}
+
+// answered reports how often the simulator answered with an error code, for the Faults column.
+func answered(sim *ec2sim.Simulator, code string) string {
+	return fmt.Sprintf("; %d × %s", harness.CallsByOutcome(sim.Stats())[code], code)
 }
