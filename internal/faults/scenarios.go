@@ -54,7 +54,7 @@ func Scenarios(z Sizes) []Scenario {
 			Run:    func(ctx context.Context, e *Env, res *Result) error { return storm(ctx, e, res, z.StormVolumes) },
 		},
 		{
-			Name: "Ambiguous failures", Timeout: 5 * time.Minute,
+			Name: "Ambiguous failures", Timeout: 15 * time.Minute,
 			Load:   fmt.Sprintf("%d volumes, %s, deletion", z.AmbiguousVolumes, map[bool]string{true: "copies", false: "no copies"}[z.AmbiguousCopies]),
 			Faults: "10% of CreateSnapshot and CopySnapshot answers lost after effect, 5% 5xx on every action, 0–1 s listing lag",
 			Run: func(ctx context.Context, e *Env, res *Result) error {
