@@ -26,7 +26,7 @@ type Scenario struct {
 type Sizes struct {
 	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes int
 	// AmbiguousCopies makes copies in the ambiguous-failures scenario: every CopySnapshot whose
-	// outcome is unknown costs the plugin's 2-minute copy grace period.
+	// outcome is unknown costs the plugin's wait for EC2's listing lag before it asks again.
 	AmbiguousCopies bool
 	// Invisible is the longest a new snapshot or copy stays out of Describe answers.
 	Invisible time.Duration
@@ -40,7 +40,7 @@ var Full = Sizes{StormVolumes: 1000, AmbiguousVolumes: 50, ConsistencyVolumes: 3
 	CopySlotVolumes: 100, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
 
 // Quick are the sizes of go test: every scenario but the storm, smaller, and no copies where
-// an unknown CopySnapshot outcome would cost minutes.
+// each unknown CopySnapshot outcome costs a wait.
 var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6,
 	CopySlotVolumes: 45, Invisible: 10 * time.Second}
 
@@ -54,7 +54,7 @@ func Scenarios(z Sizes) []Scenario {
 			Run:    func(ctx context.Context, e *Env, res *Result) error { return storm(ctx, e, res, z.StormVolumes) },
 		},
 		{
-			Name: "Ambiguous failures", Timeout: 15 * time.Minute,
+			Name: "Ambiguous failures", Timeout: 15 * time.Minute, // room for several listing-lag waits
 			Load:   fmt.Sprintf("%d volumes, %s, deletion", z.AmbiguousVolumes, map[bool]string{true: "copies", false: "no copies"}[z.AmbiguousCopies]),
 			Faults: "10% of CreateSnapshot and CopySnapshot answers lost after effect, 5% 5xx on every action, 0–1 s listing lag",
 			Run: func(ctx context.Context, e *Env, res *Result) error {
