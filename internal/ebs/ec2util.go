@@ -16,7 +16,7 @@ import (
 const describePageSize = 1000
 
 // describeSnapshots lists this account's snapshots matching filters, every page.
-func describeSnapshots(ctx context.Context, c ec2api.EC2, filters []types.Filter) ([]types.Snapshot, error) {
+func describeSnapshots(ctx context.Context, c ec2api.EC2, filters []types.Filter, optFns ...func(*ec2.Options)) ([]types.Snapshot, error) {
 	in := &ec2.DescribeSnapshotsInput{
 		OwnerIds:   []string{"self"},
 		Filters:    filters,
@@ -25,7 +25,7 @@ func describeSnapshots(ctx context.Context, c ec2api.EC2, filters []types.Filter
 	var all []types.Snapshot
 	p := ec2.NewDescribeSnapshotsPaginator(c, in)
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		page, err := p.NextPage(ctx, optFns...)
 		if err != nil {
 			return nil, err
 		}

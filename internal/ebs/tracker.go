@@ -171,20 +171,25 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 }
 
 // view returns the backup's snapshots in region, described again when the cached description
-// is older than the cache lifetime.
+// is older than the cache lifetime. A failed description is cached as well, so the other
+// operations of a reconcile do not each ask a throttling EC2 again.
 func (t *Tracker) view(ctx context.Context, region, backup string) (*backupView, error) {
 	key := viewKey{region, backup}
 	v, ok := t.views[key]
-	if ok && t.clock.Since(v.fetched) < t.cacheTTL {
+	switch {
+	case !ok:
+		v = &backupView{region: region, backup: backup, requested: map[string]time.Time{}, refused: map[string]string{}}
+		t.views[key] = v
+	case v.loadErr != nil && t.clock.Since(v.loadFailed) < t.cacheTTL:
+		return nil, v.loadErr
+	case v.loadErr == nil && t.clock.Since(v.fetched) < t.cacheTTL:
 		return v, nil
 	}
-	if !ok {
-		v = &backupView{region: region, backup: backup, requested: map[string]time.Time{}, refused: map[string]string{}}
+	v.loadErr = t.load(ctx, v)
+	if v.loadErr != nil {
+		v.loadFailed = t.clock.Now()
+		return nil, v.loadErr
 	}
-	if err := t.load(ctx, v); err != nil {
-		return nil, err
-	}
-	t.views[key] = v
 	return v, nil
 }
 
@@ -226,7 +231,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 	if _, err := src.CreateTags(ctx, &ec2.CreateTagsInput{
 		Resources: ids,
 		Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt), Value: aws.String(requestedAt)}},
-	}); err != nil {
+	}, ec2api.FewAttempts); err != nil {
 		if ec2api.Code(err) != codeUnauthorized {
 			return fmt.Errorf("marking copy requests: %w", err)
 		}
@@ -245,7 +250,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 			unmark = append(unmark, id)
 			continue
 		}
-		out, err := dst.CopySnapshot(ctx, copyInput(s, v.region), ec2api.RetryThrottlingOnly)
+		out, err := dst.CopySnapshot(ctx, copyInput(s, v.region), ec2api.RetryThrottlingOnly, ec2api.FewAttempts)
 		switch {
 		case err == nil:
 			t.recordCopy(v, dest, s, aws.ToString(out.SnapshotId), now)
@@ -268,7 +273,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 		if _, err := src.DeleteTags(ctx, &ec2.DeleteTagsInput{
 			Resources: unmark,
 			Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt)}},
-		}); err != nil {
+		}, ec2api.FewAttempts); err != nil {
 			t.log.WithError(err).Warn("Could not clear copy-request marks")
 		}
 		for _, s := range batch {

@@ -593,3 +593,25 @@ func TestProgressPacesCopiesAtEC2sRate(t *testing.T) {
 		t.Errorf("%d CopySnapshot calls, want the 5 EC2's rate allows", got)
 	}
 }
+
+// When EC2 throttles the description, the other operations of the reconcile hear the same
+// answer from the cache instead of each asking again.
+func TestProgressCachesAFailedDescription(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 5; i++ {
+		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted))
+	}
+	f.src().failNext(httpErr(503, ec2api.CodeRequestLimitExceeded))
+	f.serveTracker(nil)
+	tr := f.tracker()
+	for i := 0; i < 5; i++ {
+		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
+		checkProgress(t, p, err, want{desc: "waiting for EC2"})
+	}
+	if got := f.src().describeCount(); got != 1 {
+		t.Errorf("%d DescribeSnapshots in one reconcile under throttling, want 1", got)
+	}
+	f.clk.Step(5 * time.Second)
+	p, err := tr.Progress(context.Background(), opID(volN(0)), inProgress)
+	checkProgress(t, p, err, want{completed: true, n: 100, total: 100, desc: "completed"})
+}

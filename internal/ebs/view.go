@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 // backupView is what EC2 holds for one backup in one source region: its snapshots by volume and
@@ -15,7 +17,9 @@ import (
 // done since (copies requested, copies refused).
 type backupView struct {
 	region, backup string
-	fetched        time.Time
+	fetched        time.Time // when the last description succeeded
+	loadErr        error     // why the last description failed, if it did
+	loadFailed     time.Time
 	sources        map[string][]types.Snapshot            // volume ID -> snapshots of the backup
 	copies         map[string]map[string][]types.Snapshot // destination -> source ID -> copies
 	requested      map[string]time.Time                   // source ID -> when this process asked for a copy EC2 does not list yet
@@ -30,7 +34,7 @@ func (t *Tracker) load(ctx context.Context, v *backupView) error {
 	if err != nil {
 		return err
 	}
-	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagBackup, v.backup)})
+	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagBackup, v.backup)}, ec2api.FewAttempts)
 	if err != nil {
 		return fmt.Errorf("describing the snapshots of backup %s in %s: %w", v.backup, v.region, err)
 	}
@@ -53,7 +57,7 @@ func (t *Tracker) load(ctx context.Context, v *backupView) error {
 		if err != nil {
 			return err
 		}
-		found, err := describeSnapshots(ctx, dc, []types.Filter{tagFilter(TagBackup, v.backup), tagFilter(TagSourceRegion, v.region)})
+		found, err := describeSnapshots(ctx, dc, []types.Filter{tagFilter(TagBackup, v.backup), tagFilter(TagSourceRegion, v.region)}, ec2api.FewAttempts)
 		if err != nil {
 			return fmt.Errorf("describing the copies of backup %s in %s: %w", v.backup, d, err)
 		}

@@ -90,7 +90,7 @@ func (w *VolumeWatcher) volume(ctx context.Context, region, backup, volumeID str
 	key := viewKey{region, backup}
 	v, ok := w.views[key]
 	if !ok || w.clock.Since(v.fetched) >= w.cacheTTL {
-		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}})
+		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}}, ec2api.FewAttempts)
 		if err != nil {
 			return types.Volume{}, false, fmt.Errorf("describing the volumes restored from backup %s in %s: %w", backup, region, err)
 		}
@@ -103,7 +103,7 @@ func (w *VolumeWatcher) volume(ctx context.Context, region, backup, volumeID str
 	if vol, ok := v.volumes[volumeID]; ok {
 		return vol, true, nil
 	}
-	vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}})
+	vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}}, ec2api.FewAttempts)
 	if ec2api.IsNotFound(err) || err == nil && len(vols) == 0 {
 		return types.Volume{}, false, nil
 	}
@@ -114,14 +114,14 @@ func (w *VolumeWatcher) volume(ctx context.Context, region, backup, volumeID str
 }
 
 // describeVolumes lists the volumes in, every page.
-func describeVolumes(ctx context.Context, c ec2api.EC2, in *ec2.DescribeVolumesInput) ([]types.Volume, error) {
+func describeVolumes(ctx context.Context, c ec2api.EC2, in *ec2.DescribeVolumesInput, optFns ...func(*ec2.Options)) ([]types.Volume, error) {
 	if len(in.VolumeIds) == 0 {
 		in.MaxResults = aws.Int32(describePageSize)
 	}
 	var all []types.Volume
 	p := ec2.NewDescribeVolumesPaginator(c, in)
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+		page, err := p.NextPage(ctx, optFns...)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 const (
 	maxAttempts = 20
 	maxBackoff  = 30 * time.Second
+	fewAttempts = 3
 )
 
 // newRetryer returns the SDK's adaptive retry mode: exponential backoff plus a client-side
@@ -48,4 +49,12 @@ func (r throttlingOnly) GetAttemptToken(ctx context.Context) (func(error) error,
 		return v2.GetAttemptToken(ctx)
 	}
 	return r.Retryer.GetInitialToken(), nil
+}
+
+// FewAttempts is a per-call option for calls on Velero's serial paths (Progress): Velero polls
+// every operation of a backup one after another, so a call must not wait out a throttling storm
+// inside one reconcile. After a few seconds of throttling it returns, and the caller reports it
+// and tries again at the next reconcile.
+func FewAttempts(o *ec2.Options) {
+	o.RetryMaxAttempts = fewAttempts
 }
