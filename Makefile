@@ -5,7 +5,7 @@ IMAGE      ?= velero-async/velero-plugin-for-aws:dev
 PLATFORMS  ?= linux/amd64,linux/arm64
 FUZZTIME   ?= 10s
 
-.PHONY: all build test demo bench fuzz e2e generate container clean
+.PHONY: all build test demo bench fault fuzz e2e generate container clean
 
 all: build
 
@@ -26,6 +26,10 @@ demo:
 ## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
 bench:
 	go run ./internal/cmd/bench -out bench-results.json $(BENCH_FLAGS)
+
+## fault: the fault suite (throttling storm, ambiguous failures, eventual consistency, plugin kills, snapshots in error, deletions, quotas); prints the Reliability table and fails on any failed operation, duplicate or leak. FAULT_FLAGS='-skip storm' leaves out the hour-long storm
+fault:
+	go run ./internal/cmd/fault $(FAULT_FLAGS)
 
 ## e2e: the plugin in a real Velero v1.18.3 server (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
 e2e:
