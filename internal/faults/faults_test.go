@@ -1,9 +1,6 @@
 package faults
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -15,25 +12,7 @@ import (
 // built is the plugin binary, built once for the package.
 var built *harness.Plugin
 
-func TestMain(m *testing.M) {
-	harness.ServeBuiltinPlugins()
-	flag.Parse() // before PluginArgs rewrites os.Args
-	harness.PluginArgs()
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	p, err := harness.BuildPlugin(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer p.Remove()
-	built = p
-	return m.Run()
-}
+func TestMain(m *testing.M) { harness.TestMain(m, &built) }
 
 // full reports whether the heavy sizes were asked for (make fault runs the same through
 // internal/cmd/fault).

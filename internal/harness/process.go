@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,26 +14,29 @@ import (
 
 // pluginPIDs lists the running children of this process whose executable is binary.
 func pluginPIDs(binary string) []int {
-	entries, _ := os.ReadDir("/proc")
-	self := os.Getpid()
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid(pid) != self {
-			continue
-		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == binary {
+	for _, pid := range Children(os.Getpid()) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == binary {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
-// ppid reads the parent PID from /proc/PID/stat (the field after the parenthesised name).
-func ppid(pid int) int {
+// Children lists the running processes whose parent is ppid.
+func Children(ppid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && parentOf(pid) == ppid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// parentOf reads the parent PID from /proc/PID/stat (the field after the parenthesised name).
+func parentOf(pid int) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return -1
@@ -50,6 +52,9 @@ func ppid(pid int) int {
 	p, _ := strconv.Atoi(fields[1])
 	return p
 }
+
+// PIDs lists the plugin processes this process has running.
+func (p *Plugin) PIDs() []int { return pluginPIDs(p.Binary) }
 
 // Running counts the plugin processes this process has running.
 func (p *Plugin) Running() int { return len(pluginPIDs(p.Binary)) }

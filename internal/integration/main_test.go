@@ -5,8 +5,6 @@ package integration
 import (
 	"bufio"
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,22 +29,7 @@ const (
 // plugin is built once for the package.
 var plugin *harness.Plugin
 
-func TestMain(m *testing.M) {
-	harness.ServeBuiltinPlugins()
-	flag.Parse()
-	harness.PluginArgs()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	p, err := harness.BuildPlugin(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	plugin = p
-	code := m.Run()
-	p.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.TestMain(m, &plugin) }
 
 // rig is one test's simulator, seeded volumes and Velero core.
 type rig struct {

@@ -15,48 +15,8 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/faults"
+	"github.com/velero-async/velero-plugin-for-aws/internal/harness"
 )
-
-// children returns the PIDs whose parent is ppid.
-func children(ppid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if parentOf(pid) == ppid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// parentOf reads a process's parent PID from /proc/PID/stat.
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(fields) < 2 {
-		return -1
-	}
-	p, _ := strconv.Atoi(fields[1])
-	return p
-}
-
-// pluginProcesses returns this process's children running the plugin binary.
-func pluginProcesses(binary string) []int {
-	var out []int
-	for _, pid := range children(os.Getpid()) {
-		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == binary {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
 
 // socketInodes returns the inodes of the sockets a process holds open.
 func socketInodes(pid int) map[string]bool {
@@ -125,15 +85,16 @@ func writableFiles(pid int, allowed ...string) []string {
 
 // watcher samples the plugin processes until stopped and collects what they should not do.
 type watcher struct {
-	binary, tmp string
-	stop, done  chan struct{}
-	mu          sync.Mutex
-	seen        map[int]bool
-	findings    map[string]bool
+	plugin     *harness.Plugin
+	tmp        string
+	stop, done chan struct{}
+	mu         sync.Mutex
+	seen       map[int]bool
+	findings   map[string]bool
 }
 
-func watch(binary, tmp string, every time.Duration) *watcher {
-	w := &watcher{binary: binary, tmp: tmp, stop: make(chan struct{}), done: make(chan struct{}), seen: map[int]bool{}, findings: map[string]bool{}}
+func watch(plugin *harness.Plugin, tmp string, every time.Duration) *watcher {
+	w := &watcher{plugin: plugin, tmp: tmp, stop: make(chan struct{}), done: make(chan struct{}), seen: map[int]bool{}, findings: map[string]bool{}}
 	go func() {
 		defer close(w.done)
 		for {
@@ -149,9 +110,9 @@ func watch(binary, tmp string, every time.Duration) *watcher {
 }
 
 func (w *watcher) sample() {
-	for _, pid := range pluginProcesses(w.binary) {
+	for _, pid := range w.plugin.PIDs() {
 		var found []string
-		for _, child := range children(pid) {
+		for _, child := range harness.Children(pid) {
 			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child))
 			found = append(found, fmt.Sprintf("child process %d (%s)", child, exe))
 		}
@@ -212,7 +173,7 @@ func TestPluginProcessHygiene(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	w := watch(built.Binary, tmp, 5*time.Millisecond)
+	w := watch(built, tmp, 5*time.Millisecond)
 	res := cycle{rig: r}.run(t.Context())
 	processes, findings := w.Stop()
 	if !res.OK() {
@@ -256,7 +217,7 @@ func TestHygieneDetectors(t *testing.T) {
 		{"listening TCP socket", len(listening(self)) > 0},
 		{"file open for writing", slices.Contains(writableFiles(self, "/nonexistent"), f.Name())},
 		{"file in an allowed directory ignored", !slices.Contains(writableFiles(self, filepath.Dir(f.Name())), f.Name())},
-		{"child process", slices.Contains(children(self), child.Process.Pid)},
+		{"child process", slices.Contains(harness.Children(self), child.Process.Pid)},
 	}
 	for _, c := range checks {
 		if !c.found {

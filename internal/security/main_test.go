@@ -2,9 +2,6 @@ package security
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -16,25 +13,7 @@ import (
 // built is the plugin binary, built once for the package.
 var built *harness.Plugin
 
-func TestMain(m *testing.M) {
-	harness.ServeBuiltinPlugins()
-	flag.Parse() // before PluginArgs rewrites os.Args
-	harness.PluginArgs()
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	p, err := harness.BuildPlugin(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer p.Remove()
-	built = p
-	return m.Run()
-}
+func TestMain(m *testing.M) { harness.TestMain(m, &built) }
 
 // syncPeriod is core's item-operation sync frequency in these tests.
 const syncPeriod = 100 * time.Millisecond
