@@ -193,9 +193,6 @@ func (t *Tracker) view(ctx context.Context, region, backup string) (*backupView,
 	return v, nil
 }
 
-// codeUnauthorized is EC2's answer to a request the caller's IAM policy does not allow.
-const codeUnauthorized = "UnauthorizedOperation"
-
 // fillCopySlots starts copies into dest for the backup's completed sources, oldest first, while
 // the destination has free slots. Each batch is first marked on its sources (one CreateTags), so
 // a restarted plugin that cannot see a just-made copy yet waits for it instead of copying again.
@@ -232,7 +229,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 		Resources: ids,
 		Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt), Value: aws.String(requestedAt)}},
 	}, ec2api.FewAttempts); err != nil {
-		if ec2api.Code(err) != codeUnauthorized {
+		if ec2api.Code(err) != ec2api.CodeUnauthorized {
 			return fmt.Errorf("marking copy requests: %w", err)
 		}
 		// A permission missing from the policy does not come back by waiting: fail these

@@ -21,6 +21,7 @@ const (
 	CodeIncorrectState                        = "IncorrectState"
 	CodeSnapshotNotFound                      = "InvalidSnapshot.NotFound"
 	CodeVolumeNotFound                        = "InvalidVolume.NotFound"
+	CodeUnauthorized                          = "UnauthorizedOperation"
 )
 
 // Code returns the EC2 error code carried by err, or "" when err is not an API error.
