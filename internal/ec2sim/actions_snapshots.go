@@ -44,7 +44,7 @@ func (s *Simulator) createSnapshot(r *region, q *request) ([]byte, *apiError) {
 	}
 	id, seq := s.newID("snap")
 	sn := &snapshot{
-		id: id, seq: seq, volumeID: volID, description: q.get("Description"),
+		id: id, owner: r.account, seq: seq, volumeID: volID, description: q.get("Description"),
 		start: q.now, done: q.now.Add(s.draw(s.cfg.SnapshotDuration)),
 		visibleAt: q.now.Add(s.draw(s.faults.InvisibleFor)),
 		sizeGiB:   v.sizeGiB, encrypted: v.encrypted, kmsKeyID: v.kmsKeyID, tags: tags,
@@ -68,7 +68,7 @@ func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time) {
 		c.elem("snapshotId", sn.id)
 		c.elem("volumeId", sn.reportedVolumeID())
 		c.time("startTime", sn.start)
-		c.elem("ownerId", accountID)
+		c.elem("ownerId", sn.owner)
 		c.int("volumeSize", sn.sizeGiB)
 		c.elem("description", sn.description)
 		c.bool("encrypted", sn.encrypted)
@@ -118,7 +118,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 	ownedBySelf := true
 	for _, o := range q.list("Owner") {
 		ownedBySelf = false
-		if o == "self" || o == accountID {
+		if o == "self" || o == r.account {
 			ownedBySelf = true
 			break
 		}
@@ -211,7 +211,7 @@ func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {
 	if err := checkPresignedURL(q.get("PresignedUrl"), srcRegion, srcID); err != nil {
 		return nil, err
 	}
-	src := s.region(srcRegion)
+	src := s.region(r.account, srcRegion) // a copy stays within the caller's account
 	src.reap(q.now)
 	sn, err := src.lookupSnapshot(srcID)
 	if err != nil {
@@ -239,7 +239,7 @@ func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {
 	encrypted := sn.encrypted || q.bool("Encrypted") || q.get("KmsKeyId") != ""
 	kms := q.get("KmsKeyId")
 	if encrypted && kms == "" {
-		kms = defaultKmsKey(r.name)
+		kms = defaultKmsKey(r.account, r.name)
 		if srcRegion == r.name && sn.kmsKeyID != "" {
 			kms = sn.kmsKeyID
 		}
@@ -254,7 +254,7 @@ func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {
 	}
 	id, seq := s.newID("snap")
 	c := &snapshot{
-		id: id, seq: seq, volumeID: sn.volumeID, description: desc,
+		id: id, owner: r.account, seq: seq, volumeID: sn.volumeID, description: desc,
 		start: q.now, done: q.now.Add(dur), visibleAt: q.now.Add(s.draw(s.faults.InvisibleFor)),
 		sizeGiB: sn.sizeGiB, encrypted: encrypted, kmsKeyID: kms, tags: tags,
 		sourceID: srcID, sourceRegion: srcRegion, completionMinutes: mins,

@@ -162,7 +162,7 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	encrypted := q.bool("Encrypted") || (snap != nil && snap.encrypted)
 	kms := q.get("KmsKeyId")
 	if encrypted && kms == "" {
-		kms = defaultKmsKey(r.name)
+		kms = defaultKmsKey(r.account, r.name)
 		if snap != nil && snap.kmsKeyID != "" {
 			kms = snap.kmsKeyID
 		}

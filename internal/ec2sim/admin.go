@@ -6,18 +6,26 @@ import (
 )
 
 // serveAdmin serves the /_sim/ endpoints: stats, snapshots, volumes (read and seed) and faults.
+// Snapshots and volumes are the default account's unless ?account=ID (or, to seed, the body's
+// "account") names another configured one.
 func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	route := r.Method + " " + r.URL.Path
+	account := s.accountOr(r.URL.Query().Get("account"))
 	switch route {
 	case "GET /_sim/stats":
 		writeJSON(w, s.Stats())
 	case "GET /_sim/snapshots":
-		writeJSON(w, s.Snapshots(adminRegion(r)))
+		if s.checkAdminAccount(w, account) {
+			writeJSON(w, s.SnapshotsIn(account, adminRegion(r)))
+		}
 	case "GET /_sim/volumes":
-		writeJSON(w, s.Volumes(adminRegion(r)))
+		if s.checkAdminAccount(w, account) {
+			writeJSON(w, s.VolumesIn(account, adminRegion(r)))
+		}
 	case "POST /_sim/volumes":
 		var body struct {
 			Region  string       `json:"region"`
+			Account string       `json:"account"`
 			Volumes []VolumeSpec `json:"volumes"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -27,7 +35,17 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		if body.Region == "" {
 			body.Region = "us-east-1"
 		}
-		writeJSON(w, s.AddVolumes(body.Region, body.Volumes...))
+		if body.Account != "" {
+			account = body.Account
+		}
+		for _, v := range body.Volumes {
+			if v.Account != "" && !s.checkAdminAccount(w, v.Account) {
+				return
+			}
+		}
+		if s.checkAdminAccount(w, account) {
+			writeJSON(w, s.AddVolumesTo(account, body.Region, body.Volumes...))
+		}
 	case "POST /_sim/faults":
 		var f Faults
 		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
@@ -39,6 +57,16 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "unknown admin endpoint "+route, http.StatusNotFound)
 	}
+}
+
+// checkAdminAccount answers 400 and returns false when account is not one the simulator serves:
+// a configured account, or the default account when none are configured.
+func (s *Simulator) checkAdminAccount(w http.ResponseWriter, account string) bool {
+	if !s.ids.known(account) {
+		http.Error(w, "unknown account "+account, http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 func adminRegion(r *http.Request) string {

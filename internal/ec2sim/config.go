@@ -54,6 +54,8 @@ type VolumeSpec struct {
 	Encrypted        bool              `json:"encrypted,omitempty"`
 	KmsKeyID         string            `json:"kmsKeyId,omitempty"`
 	Tags             map[string]string `json:"tags,omitempty"`
+	// Account owns the volume; "" => the default account (see Simulator.DefaultAccount).
+	Account string `json:"account,omitempty"`
 }
 
 // RegionConfig seeds one region; AvailabilityZones default to REGION+"a", "b" and "c".
@@ -83,6 +85,10 @@ type Faults struct {
 	SnapshotErrorRate float64 `json:"snapshotErrorRate,omitempty"`
 	// CopyErrorRate is the fraction of new copies that end in state "error".
 	CopyErrorRate float64 `json:"copyErrorRate,omitempty"`
+	// IdentityProviderError, when not empty, is the STS error code (such as
+	// "IDPCommunicationError" or "InvalidIdentityToken") every AssumeRoleWithWebIdentity
+	// answers with, HTTP 400.
+	IdentityProviderError string `json:"identityProviderError,omitempty"`
 }
 
 // Config configures a Simulator. The zero value is usable: defaults fill the gaps.
@@ -105,9 +111,18 @@ type Config struct {
 	AllowedActions []string `json:"allowedActions,omitempty"`
 	// Seed makes durations drawn from ranges and fault decisions reproducible.
 	Seed int64 `json:"seed,omitempty"`
+	// Accounts, when not empty, turn authentication on: every EC2 request must be SigV4-signed
+	// by one of their access keys or by STS session credentials, and every resource belongs to
+	// one account. Empty: credentials are not checked and everything belongs to DefaultAccountID.
+	Accounts []Account `json:"accounts,omitempty"`
+	// Roles are the IAM roles AssumeRoleWithWebIdentity can assume.
+	Roles []Role `json:"roles,omitempty"`
+	// SessionDuration is how long STS session credentials last when the request does not say;
+	// default 1h.
+	SessionDuration Duration `json:"sessionDuration"`
 }
 
-// LoadConfig reads a Config from a JSON file.
+// LoadConfig reads a Config from a JSON file and validates it.
 func LoadConfig(path string) (Config, error) {
 	var cfg Config
 	b, err := os.ReadFile(path)
@@ -115,6 +130,9 @@ func LoadConfig(path string) (Config, error) {
 		return cfg, err
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
@@ -132,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CopyLimit <= 0 {
 		c.CopyLimit = 20
+	}
+	if c.SessionDuration.Duration <= 0 {
+		c.SessionDuration.Duration = defaultSessionDuration
 	}
 	c.Faults = c.Faults.withDefaults()
 	return c

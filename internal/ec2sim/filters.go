@@ -93,7 +93,7 @@ func snapshotMatches(sn *snapshot, f filter, now time.Time) (bool, *apiError) {
 	case "description":
 		field = sn.description
 	case "owner-id":
-		field = accountID
+		field = sn.owner
 	case "encrypted":
 		field = strconv.FormatBool(sn.encrypted)
 	case "volume-size":

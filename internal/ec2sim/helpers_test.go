@@ -159,3 +159,20 @@ func (f *fixture) describe(region, id string) types.Snapshot {
 }
 
 var ctx = context.Background()
+
+// clientAs returns a single-attempt SDK client for region that signs with the given key; an
+// empty key sends unsigned requests.
+func (f *fixture) clientAs(region string, key AccessKey, token string) *ec2.Client {
+	var creds aws.CredentialsProvider = aws.AnonymousCredentials{}
+	if key.AccessKeyID != "" {
+		creds = credentials.NewStaticCredentialsProvider(key.AccessKeyID, key.SecretAccessKey, token)
+	}
+	return ec2.NewFromConfig(aws.Config{
+		Region:       region,
+		Credentials:  creds,
+		BaseEndpoint: aws.String(f.srv.URL),
+		Retryer: func() aws.Retryer {
+			return retry.AddWithMaxAttempts(retry.NewStandard(), 1)
+		},
+	})
+}

@@ -8,18 +8,18 @@ import (
 // snapshot is a snapshot or copy. Its state is not stored: it follows from the clock, the start
 // time and the drawn completion time.
 type snapshot struct {
-	id, volumeID, description string
-	seq                       uint64
-	start, done, visibleAt    time.Time
-	sizeGiB                   int32
-	encrypted                 bool
-	kmsKeyID                  string
-	tags                      map[string]string
-	sourceID, sourceRegion    string
-	failMessage               string // non-empty: ends in "error" with this statusMessage
-	deletePending             bool
-	completionMinutes         int32
-	xml                       []byte // cached unchanging XML elements; nil after a tag change
+	id, owner, volumeID, description string
+	seq                              uint64
+	start, done, visibleAt           time.Time
+	sizeGiB                          int32
+	encrypted                        bool
+	kmsKeyID                         string
+	tags                             map[string]string
+	sourceID, sourceRegion           string
+	failMessage                      string // non-empty: ends in "error" with this statusMessage
+	deletePending                    bool
+	completionMinutes                int32
+	xml                              []byte // cached unchanging XML elements; nil after a tag change
 }
 
 // volume is a volume; like a snapshot its state follows from the clock.
@@ -77,9 +77,9 @@ func (sn *snapshot) statusMessage(now time.Time) string {
 	return ""
 }
 
-func (sn *snapshot) view(regionName string, now time.Time) Snapshot {
+func (sn *snapshot) view(r *region, now time.Time) Snapshot {
 	return Snapshot{
-		ID: sn.id, Region: regionName, VolumeID: sn.volumeID,
+		ID: sn.id, Account: r.account, Region: r.name, VolumeID: sn.volumeID,
 		State: sn.state(now), Progress: sn.progress(now), StatusMessage: sn.statusMessage(now),
 		Description: sn.description, StartTime: sn.start, SizeGiB: sn.sizeGiB,
 		Encrypted: sn.encrypted, KmsKeyID: sn.kmsKeyID, Tags: copyTags(sn.tags),
@@ -94,9 +94,9 @@ func (v *volume) state(now time.Time) string {
 	return stateAvailable
 }
 
-func (v *volume) view(regionName string, now time.Time) Volume {
+func (v *volume) view(r *region, now time.Time) Volume {
 	return Volume{
-		ID: v.id, Region: regionName, AvailabilityZone: v.az, State: v.state(now), Type: v.typ,
+		ID: v.id, Account: r.account, Region: r.name, AvailabilityZone: v.az, State: v.state(now), Type: v.typ,
 		SnapshotID: v.snapshotID, SizeGiB: v.sizeGiB, IOPS: v.iops, Throughput: v.throughput,
 		Encrypted: v.encrypted, KmsKeyID: v.kmsKeyID, Tags: copyTags(v.tags),
 	}

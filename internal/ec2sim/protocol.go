@@ -27,8 +27,12 @@ func clientError(code, format string, args ...any) *apiError {
 // request is one parsed EC2 Query request.
 type request struct {
 	action, region, requestID string
-	params                    url.Values
-	now                       time.Time
+	// account is the caller's account; unknownAccount when authentication found none.
+	account string
+	// authErr is authentication's verdict: nil, AuthFailure or RequestExpired.
+	authErr *apiError
+	params  url.Values
+	now     time.Time
 }
 
 // regionOf takes the region from the SigV4 credential scope (AKID/DATE/REGION/SERVICE/aws4_request)

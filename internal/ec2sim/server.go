@@ -1,8 +1,10 @@
 package ec2sim
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -26,11 +28,23 @@ var actions = map[string]action{
 	"DescribeAvailabilityZones": (*Simulator).describeAvailabilityZones,
 }
 
-// ServeHTTP serves the EC2 Query API at "/" and the admin endpoints under "/_sim/".
+// maxRequestBody is the largest request body read, as http.Request.ParseForm limits it.
+const maxRequestBody = 10 << 20
+
+// ServeHTTP serves the EC2 and STS Query APIs at "/" and the admin endpoints under "/_sim/".
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/_sim/") {
 		s.serveAdmin(w, r)
 		return
+	}
+	var raw []byte
+	if s.ids.on { // keep the body as received for the signature check
+		var err error
+		if raw, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBody)); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
 	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -39,11 +53,20 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d := s.latency(); d > 0 {
 		time.Sleep(d)
 	}
-	body, status, dropped := s.handle(&request{
-		action: r.Form.Get("Action"),
-		region: regionOf(r),
-		params: r.Form,
-	})
+	if isSTSRequest(r.Form) {
+		s.serveSTS(w, r.Form)
+		return
+	}
+	q := &request{
+		action:  r.Form.Get("Action"),
+		region:  regionOf(r),
+		params:  r.Form,
+		account: s.ids.defaultAccount,
+	}
+	if s.ids.on {
+		q.account, q.authErr = s.authenticate(r, raw, q.region)
+	}
+	body, status, dropped := s.handle(q)
 	if dropped == dropConnection {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -58,29 +81,34 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// handle runs one request: the allow-list, throttling and injected faults, then the action.
+// handle runs one request: authentication's verdict, the allow-list, throttling and injected
+// faults, then the action in the caller's account.
 func (s *Simulator) handle(q *request) ([]byte, int, drop) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqSeq++
 	q.requestID = fmt.Sprintf("00000000-0000-4000-8000-%012x", s.reqSeq)
 	q.now = s.clock.Now()
-	r := s.region(q.region)
+	if q.authErr != nil {
+		s.count(q.account, q.region, q.action, q.authErr.code)
+		return errorDocument(q.authErr, q.requestID), q.authErr.status, noDrop
+	}
+	r := s.region(q.account, q.region)
 	r.reap(q.now)
 	body, err := s.run(r, q)
 	if err != nil {
-		s.count(q.region, q.action, err.code)
+		s.count(q.account, q.region, q.action, err.code)
 		return errorDocument(err, q.requestID), err.status, noDrop
 	}
 	switch d := s.dropAfterEffect(q.action); d {
 	case drop500:
-		s.count(q.region, q.action, errInternal.code)
+		s.count(q.account, q.region, q.action, errInternal.code)
 		return errorDocument(errInternal, q.requestID), errInternal.status, d
 	case dropConnection:
-		s.count(q.region, q.action, "ConnectionClosed")
+		s.count(q.account, q.region, q.action, "ConnectionClosed")
 		return nil, 0, d
 	}
-	s.count(q.region, q.action, "ok")
+	s.count(q.account, q.region, q.action, "ok")
 	return body, http.StatusOK, noDrop
 }
 
@@ -115,8 +143,11 @@ func Start(cfg Config, opts ...Option) (*Server, error) {
 	return Listen("127.0.0.1:0", cfg, opts...)
 }
 
-// Listen serves a new Simulator on addr, such as "127.0.0.1:8080".
+// Listen serves a new Simulator on addr, such as "127.0.0.1:8080", once cfg is valid.
 func Listen(addr string, cfg Config, opts ...Option) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 // Package ec2sim is a local EC2 endpoint for the EBS snapshot actions this plugin uses. It speaks
-// the EC2 Query protocol as aws-sdk-go-v2 does, keeps state per region, runs snapshot, copy and
-// volume lifecycles on an injectable clock, enforces EC2's request and resource limits, injects
-// faults and counts every response.
+// the EC2 Query protocol as aws-sdk-go-v2 does, keeps state per account and region, runs
+// snapshot, copy and volume lifecycles on an injectable clock, enforces EC2's request and
+// resource limits, optionally checks SigV4 signatures against configured accounts, issues STS
+// web identity sessions, injects faults and counts every response.
 package ec2sim
 
 import (
@@ -10,9 +11,6 @@ import (
 	"sync"
 	"time"
 )
-
-// accountID is the owner of every snapshot and volume.
-const accountID = "123456789012"
 
 // Clock tells the simulator the time; lifecycles and token buckets run on it.
 type Clock interface{ Now() time.Time }
@@ -29,22 +27,29 @@ type Option func(*options)
 // WithClock makes the simulator run on c instead of real time.
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
-// Simulator is an in-memory, multi-region EC2 endpoint. It is safe for concurrent use.
+// Simulator is an in-memory, multi-account, multi-region EC2 endpoint. It is safe for
+// concurrent use.
 type Simulator struct {
-	mu      sync.Mutex
-	cfg     Config
-	faults  Faults
-	clock   Clock
-	rng     *rand.Rand
-	allowed map[string]bool
-	regions map[string]*region
-	idSeq   uint64
-	reqSeq  uint64
-	calls   map[string]map[string]map[string]int
+	mu           sync.Mutex
+	cfg          Config
+	faults       Faults
+	clock        Clock
+	rng          *rand.Rand
+	allowed      map[string]bool
+	ids          identities
+	regions      map[regionKey]*region
+	idSeq        uint64
+	reqSeq       uint64
+	calls        callCounts
+	accountCalls map[string]callCounts
 }
 
-// region is the state of one region.
+// regionKey names the state of one account in one region.
+type regionKey struct{ account, name string }
+
+// region is the state of one account in one region.
 type region struct {
+	account    string
 	name       string
 	azs        []string
 	volumes    map[string]*volume
@@ -62,8 +67,9 @@ type region struct {
 
 // Snapshot is a snapshot or a copy as the simulator holds it.
 type Snapshot struct {
-	ID     string `json:"id"`
-	Region string `json:"region"`
+	ID      string `json:"id"`
+	Account string `json:"account"`
+	Region  string `json:"region"`
 	// VolumeID is the origin volume, also for copies (which EC2 itself reports as vol-ffffffff).
 	VolumeID string `json:"volumeId"`
 	// State is "pending", "completed" or "error".
@@ -87,6 +93,7 @@ type Snapshot struct {
 // Volume is a volume as the simulator holds it.
 type Volume struct {
 	ID               string            `json:"id"`
+	Account          string            `json:"account"`
 	Region           string            `json:"region"`
 	AvailabilityZone string            `json:"availabilityZone"`
 	State            string            `json:"state"` // "creating" or "available"
@@ -100,7 +107,9 @@ type Volume struct {
 	Tags             map[string]string `json:"tags,omitempty"`
 }
 
-// New returns a simulator for cfg, seeded with cfg.Regions' volumes.
+// New returns a simulator for cfg, seeded with cfg.Regions' volumes. It does not validate cfg
+// (see Config.Validate): of duplicate accounts, keys or roles the first wins, and roles with a
+// malformed ARN are left out.
 func New(cfg Config, opts ...Option) *Simulator {
 	o := options{clock: realClock{}}
 	for _, opt := range opts {
@@ -108,12 +117,14 @@ func New(cfg Config, opts ...Option) *Simulator {
 	}
 	cfg = cfg.withDefaults()
 	s := &Simulator{
-		cfg:     cfg,
-		faults:  cfg.Faults,
-		clock:   o.clock,
-		rng:     rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed)),
-		regions: map[string]*region{},
-		calls:   map[string]map[string]map[string]int{},
+		cfg:          cfg,
+		faults:       cfg.Faults,
+		clock:        o.clock,
+		rng:          rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed)),
+		ids:          newIdentities(cfg),
+		regions:      map[regionKey]*region{},
+		calls:        callCounts{},
+		accountCalls: map[string]callCounts{},
 	}
 	if len(cfg.AllowedActions) > 0 {
 		s.allowed = map[string]bool{}
@@ -127,25 +138,28 @@ func New(cfg Config, opts ...Option) *Simulator {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		rc := cfg.Regions[name]
-		r := s.region(name)
-		if len(rc.AvailabilityZones) > 0 {
-			r.azs = append([]string(nil), rc.AvailabilityZones...)
-		}
-		for _, v := range rc.Volumes {
-			s.seedVolume(r, v)
+		s.region(s.ids.defaultAccount, name)
+		for _, v := range cfg.Regions[name].Volumes {
+			s.seedVolume(s.region(s.accountOr(v.Account), name), v)
 		}
 	}
 	return s
 }
 
-// region returns the state of the named region, creating it on first use. Callers hold s.mu.
-func (s *Simulator) region(name string) *region {
-	r, ok := s.regions[name]
+// region returns the state of account in the named region, creating it on first use. Callers
+// hold s.mu.
+func (s *Simulator) region(account, name string) *region {
+	key := regionKey{account, name}
+	r, ok := s.regions[key]
 	if !ok {
+		azs := defaultAZs(name)
+		if rc := s.cfg.Regions[name].AvailabilityZones; len(rc) > 0 {
+			azs = append([]string(nil), rc...)
+		}
 		r = &region{
+			account:    account,
 			name:       name,
-			azs:        defaultAZs(name),
+			azs:        azs,
 			volumes:    map[string]*volume{},
 			snaps:      map[string]*snapshot{},
 			tagIndex:   map[string]map[string]map[string]*snapshot{},
@@ -155,19 +169,30 @@ func (s *Simulator) region(name string) *region {
 			copies:     map[string]*snapshot{},
 			buckets:    newBuckets(s.cfg.ThrottleScale),
 		}
-		s.regions[name] = r
+		s.regions[key] = r
 	}
 	return r
 }
 
-// AddVolumes seeds volumes into region, already available, and returns their IDs.
+// AddVolumes seeds volumes into region, already available, and returns their IDs. Each volume
+// belongs to its spec's Account, or to the default account.
 func (s *Simulator) AddVolumes(regionName string, vols ...VolumeSpec) []string {
+	return s.AddVolumesTo("", regionName, vols...)
+}
+
+// AddVolumesTo seeds volumes into account's state in region, like AddVolumes; a spec's own
+// Account takes precedence, and "" means the default account. Any account ID works, configured
+// or not.
+func (s *Simulator) AddVolumesTo(account, regionName string, vols ...VolumeSpec) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.region(regionName)
 	ids := make([]string, 0, len(vols))
 	for _, v := range vols {
-		ids = append(ids, s.seedVolume(r, v))
+		acct := v.Account
+		if acct == "" {
+			acct = s.accountOr(account)
+		}
+		ids = append(ids, s.seedVolume(s.region(acct, regionName), v))
 	}
 	return ids
 }
@@ -179,30 +204,37 @@ func (s *Simulator) SetFaults(f Faults) {
 	s.faults = f.withDefaults()
 }
 
-// Snapshots returns every snapshot of region that still exists, sources and copies, including
-// those whose deletion is pending, in creation order.
-func (s *Simulator) Snapshots(regionName string) []Snapshot {
+// Snapshots returns every snapshot of the default account in region that still exists, sources
+// and copies, including those whose deletion is pending, in creation order.
+func (s *Simulator) Snapshots(regionName string) []Snapshot { return s.SnapshotsIn("", regionName) }
+
+// SnapshotsIn returns the snapshots of account in region, like Snapshots; "" means the default
+// account.
+func (s *Simulator) SnapshotsIn(account, regionName string) []Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	r := s.region(regionName)
+	r := s.region(s.accountOr(account), regionName)
 	r.reap(now)
 	out := make([]Snapshot, 0, len(r.snapOrder))
 	for _, sn := range r.snapOrder {
-		out = append(out, sn.view(r.name, now))
+		out = append(out, sn.view(r, now))
 	}
 	return out
 }
 
-// Volumes returns every volume of region in creation order.
-func (s *Simulator) Volumes(regionName string) []Volume {
+// Volumes returns every volume of the default account in region in creation order.
+func (s *Simulator) Volumes(regionName string) []Volume { return s.VolumesIn("", regionName) }
+
+// VolumesIn returns the volumes of account in region, like Volumes; "" means the default account.
+func (s *Simulator) VolumesIn(account, regionName string) []Volume {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	r := s.region(regionName)
+	r := s.region(s.accountOr(account), regionName)
 	out := make([]Volume, 0, len(r.volOrder))
 	for _, v := range r.volOrder {
-		out = append(out, v.view(r.name, now))
+		out = append(out, v.view(r, now))
 	}
 	return out
 }

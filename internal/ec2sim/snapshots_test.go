@@ -24,7 +24,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 	if out.State != types.SnapshotStatePending || aws.ToString(out.Progress) != "0%" ||
 		aws.ToInt32(out.VolumeSize) != 42 || !aws.ToBool(out.Encrypted) || aws.ToString(out.KmsKeyId) != "key-1" ||
 		aws.ToString(out.Description) != "nightly" || !aws.ToTime(out.StartTime).Equal(t0) ||
-		aws.ToString(out.OwnerId) != accountID || aws.ToString(out.VolumeId) != vol {
+		aws.ToString(out.OwnerId) != DefaultAccountID || aws.ToString(out.VolumeId) != vol {
 		t.Fatalf("CreateSnapshot = %+v", out)
 	}
 	id := aws.ToString(out.SnapshotId)
@@ -78,7 +78,7 @@ func TestDescribeSnapshotsFilters(t *testing.T) {
 	}{
 		{"all", ec2.DescribeSnapshotsInput{}, []string{a, b, c, d}, ""},
 		{"owner self", ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}}, []string{a, b, c, d}, ""},
-		{"owner account", ec2.DescribeSnapshotsInput{OwnerIds: []string{accountID}}, []string{a, b, c, d}, ""},
+		{"owner account", ec2.DescribeSnapshotsInput{OwnerIds: []string{DefaultAccountID}}, []string{a, b, c, d}, ""},
 		{"owner amazon", ec2.DescribeSnapshotsInput{OwnerIds: []string{"amazon"}}, nil, ""},
 		{"ids", ec2.DescribeSnapshotsInput{SnapshotIds: []string{c, a}}, []string{c, a}, ""},
 		{"tag", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("tag:velero.io/backup", "b1")}}, []string{a, b}, ""},
@@ -90,7 +90,7 @@ func TestDescribeSnapshotsFilters(t *testing.T) {
 		{"snapshot-id", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("snapshot-id", b, d)}}, []string{b, d}, ""},
 		{"status pending", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("status", "pending")}}, []string{c, d}, ""},
 		{"status completed", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("status", "completed")}}, []string{a, b}, ""},
-		{"owner-id", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("owner-id", accountID)}}, []string{a, b, c, d}, ""},
+		{"owner-id", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("owner-id", DefaultAccountID)}}, []string{a, b, c, d}, ""},
 		{"encrypted", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("encrypted", "true")}}, nil, ""},
 		{"volume-size", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("volume-size", "8")}}, []string{a, b, c, d}, ""},
 		{"progress", ec2.DescribeSnapshotsInput{Filters: []types.Filter{flt("progress", "100%")}}, []string{a, b}, ""},

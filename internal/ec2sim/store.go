@@ -35,15 +35,16 @@ func (s *Simulator) seedVolume(r *region, spec VolumeSpec) string {
 		v.sizeGiB = 8
 	}
 	if v.encrypted && v.kmsKeyID == "" {
-		v.kmsKeyID = defaultKmsKey(r.name)
+		v.kmsKeyID = defaultKmsKey(r.account, r.name)
 	}
 	v.iops, v.throughput = volumePerformance(v.typ, v.sizeGiB, v.iops, v.throughput)
 	r.addVolume(v)
 	return id
 }
 
-func defaultKmsKey(regionName string) string {
-	return "arn:aws:kms:" + regionName + ":" + accountID + ":alias/aws/ebs"
+// defaultKmsKey is the ARN of the AWS managed EBS key of account in regionName.
+func defaultKmsKey(account, regionName string) string {
+	return "arn:aws:kms:" + regionName + ":" + account + ":alias/aws/ebs"
 }
 
 func (r *region) addVolume(v *volume) {

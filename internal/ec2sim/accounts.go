@@ -1,0 +1,226 @@
+package ec2sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultAccountID owns every resource when no accounts are configured.
+const DefaultAccountID = "123456789012"
+
+// unknownAccount is the account Stats counts requests under when their credentials name none.
+const unknownAccount = "unknown"
+
+// accountIDLength is the number of digits of an AWS account ID.
+const accountIDLength = 12
+
+// Account is an AWS account: its ID, the access keys that sign as it and its enabled regions.
+type Account struct {
+	// ID is the 12-digit account ID, reported as ownerId.
+	ID string `json:"id"`
+	// AccessKeys are the account's long-term keys.
+	AccessKeys []AccessKey `json:"accessKeys,omitempty"`
+	// Regions are the regions enabled for the account; empty enables every region.
+	Regions []string `json:"regions,omitempty"`
+}
+
+// AccessKey is a long-term access key pair.
+type AccessKey struct {
+	AccessKeyID     string `json:"accessKeyId"`
+	SecretAccessKey string `json:"secretAccessKey"`
+}
+
+// Role is an IAM role that AssumeRoleWithWebIdentity can assume; its sessions act as Account.
+type Role struct {
+	// ARN is the role's ARN, such as "arn:aws:iam::111111111111:role/velero".
+	ARN string `json:"arn"`
+	// Account owns the sessions; default the account in ARN.
+	Account string `json:"account,omitempty"`
+}
+
+// Validate reports the first inconsistency in the accounts, roles and seeded volumes' accounts:
+// malformed or duplicate account IDs, empty or duplicate access keys, malformed or duplicate
+// role ARNs, and roles or volumes naming an account that is not configured.
+func (c Config) Validate() error {
+	accounts := map[string]bool{}
+	keys := map[string]bool{}
+	for _, a := range c.Accounts {
+		if !validAccountID(a.ID) {
+			return fmt.Errorf("account %q: the ID must be %d digits", a.ID, accountIDLength)
+		}
+		if accounts[a.ID] {
+			return fmt.Errorf("account %s is configured twice", a.ID)
+		}
+		accounts[a.ID] = true
+		for _, k := range a.AccessKeys {
+			if k.AccessKeyID == "" || k.SecretAccessKey == "" {
+				return fmt.Errorf("account %s: an access key needs accessKeyId and secretAccessKey", a.ID)
+			}
+			if keys[k.AccessKeyID] {
+				return fmt.Errorf("access key %s is configured twice", k.AccessKeyID)
+			}
+			keys[k.AccessKeyID] = true
+		}
+		if slices.Contains(a.Regions, "") {
+			return fmt.Errorf("account %s: empty region name", a.ID)
+		}
+	}
+	known := func(id string) bool { return len(c.Accounts) == 0 && id == DefaultAccountID || accounts[id] }
+	roles := map[string]bool{}
+	for _, r := range c.Roles {
+		acct, err := r.account()
+		if err != nil {
+			return err
+		}
+		if len(c.Accounts) > 0 && !accounts[acct] {
+			return fmt.Errorf("role %s: account %s is not configured", r.ARN, acct)
+		}
+		if roles[r.ARN] {
+			return fmt.Errorf("role %s is configured twice", r.ARN)
+		}
+		roles[r.ARN] = true
+	}
+	for name, rc := range c.Regions {
+		for _, v := range rc.Volumes {
+			if v.Account != "" && !known(v.Account) {
+				return fmt.Errorf("region %s: volume %q: account %s is not configured", name, v.ID, v.Account)
+			}
+		}
+	}
+	return nil
+}
+
+func validAccountID(id string) bool {
+	if len(id) != accountIDLength {
+		return false
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// account is the account a role's sessions belong to: Account, or the one in the ARN.
+func (r Role) account() (string, error) {
+	fromARN, name, err := parseRoleARN(r.ARN)
+	switch {
+	case err != nil:
+		return "", err
+	case name == "":
+		return "", fmt.Errorf("role %s: the ARN names no role", r.ARN)
+	case r.Account != "" && r.Account != fromARN:
+		return "", fmt.Errorf("role %s: account %s is not the ARN's account", r.ARN, r.Account)
+	}
+	return fromARN, nil
+}
+
+// parseRoleARN splits "arn:PARTITION:iam::ACCOUNT:role/[PATH/]NAME" into the account and NAME.
+func parseRoleARN(arn string) (account, name string, err error) {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "iam" || !validAccountID(parts[4]) ||
+		!strings.HasPrefix(parts[5], "role/") {
+		return "", "", fmt.Errorf("role %q: not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)", arn)
+	}
+	return parts[4], parts[5][strings.LastIndex(parts[5], "/")+1:], nil
+}
+
+// credential is what an access key ID stands for: a long-term key of an account or an STS
+// session (with a token and an expiry).
+type credential struct {
+	account, secret, token string
+	expires                time.Time // zero for long-term keys
+}
+
+// identities holds the accounts, keys, roles and issued sessions. Everything but sessions is
+// fixed at New; sessions are guarded by Simulator.mu.
+type identities struct {
+	// on is whether EC2 requests are authenticated (accounts are configured).
+	on bool
+	// defaultAccount is the first configured account, or DefaultAccountID.
+	defaultAccount string
+	// regions maps an account ID to its enabled regions; nil enables every region.
+	regions map[string]map[string]bool
+	keys    map[string]credential
+	roles   map[string]string // role ARN -> account
+	// sessions maps the access key IDs STS issued to their credentials.
+	sessions map[string]credential
+}
+
+// newIdentities indexes cfg's accounts and roles. Later duplicates lose to earlier ones; Validate
+// reports them.
+func newIdentities(cfg Config) identities {
+	id := identities{
+		on: len(cfg.Accounts) > 0, defaultAccount: DefaultAccountID,
+		regions: map[string]map[string]bool{}, keys: map[string]credential{},
+		roles: map[string]string{}, sessions: map[string]credential{},
+	}
+	if id.on {
+		id.defaultAccount = cfg.Accounts[0].ID
+	}
+	for _, a := range cfg.Accounts {
+		if _, dup := id.regions[a.ID]; dup {
+			continue
+		}
+		var enabled map[string]bool
+		if len(a.Regions) > 0 {
+			enabled = map[string]bool{}
+			for _, r := range a.Regions {
+				enabled[r] = true
+			}
+		}
+		id.regions[a.ID] = enabled
+		for _, k := range a.AccessKeys {
+			if _, dup := id.keys[k.AccessKeyID]; !dup {
+				id.keys[k.AccessKeyID] = credential{account: a.ID, secret: k.SecretAccessKey}
+			}
+		}
+	}
+	for _, r := range cfg.Roles {
+		if acct, err := r.account(); err == nil {
+			if _, dup := id.roles[r.ARN]; !dup {
+				id.roles[r.ARN] = acct
+			}
+		}
+	}
+	return id
+}
+
+// known reports whether resources can be addressed in account through the admin endpoints.
+func (id *identities) known(account string) bool {
+	if !id.on {
+		return account == id.defaultAccount
+	}
+	_, ok := id.regions[account]
+	return ok
+}
+
+// enabled reports whether account may use region.
+func (id *identities) enabled(account, region string) bool {
+	set, ok := id.regions[account]
+	return ok && (set == nil || set[region])
+}
+
+// lookup finds the credential of an access key ID. Callers hold s.mu.
+func (id *identities) lookup(accessKeyID string) (credential, bool) {
+	if c, ok := id.keys[accessKeyID]; ok {
+		return c, true
+	}
+	c, ok := id.sessions[accessKeyID]
+	return c, ok
+}
+
+// DefaultAccount is the account the account-less Go API and admin requests act on: the first
+// configured account, or DefaultAccountID when none are configured.
+func (s *Simulator) DefaultAccount() string { return s.ids.defaultAccount }
+
+// accountOr returns account, or the default account when it is "".
+func (s *Simulator) accountOr(account string) string {
+	if account == "" {
+		return s.ids.defaultAccount
+	}
+	return account
+}
