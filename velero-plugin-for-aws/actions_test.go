@@ -67,7 +67,7 @@ func TestSnapshotProgressActionExecute(t *testing.T) {
 				features.Enable(velerov1.CSIFeatureFlag)
 				defer features.Disable(velerov1.CSIFeatureFlag)
 			}
-			a := NewSnapshotProgressAction(nil, clocktesting.NewFakeClock(now), quietLog())
+			a := NewSnapshotProgressAction(nil, ebs.NewHandoff(clocktesting.NewFakeClock(now)), clocktesting.NewFakeClock(now), quietLog())
 			item, extra, opID, post, err := a.Execute(tt.pv, &tt.backup)
 			if err != nil || item != tt.pv || extra != nil || post != nil {
 				t.Fatalf("Execute = %v, %v, %q, %v, %v; want the PV unchanged and no error", item, extra, opID, post, err)
@@ -78,7 +78,7 @@ func TestSnapshotProgressActionExecute(t *testing.T) {
 				}
 				return
 			}
-			want := ebs.Operation{Region: tt.wantOp, VolumeID: vol, Issued: now}.String()
+			want := ebs.Operation{Region: tt.wantOp, VolumeID: vol, Issued: now, PV: "pv-1"}.String()
 			if opID != want {
 				t.Errorf("operation %q, want %q", opID, want)
 			}

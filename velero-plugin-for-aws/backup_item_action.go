@@ -20,13 +20,15 @@ import (
 // backup in WaitingForPluginOperations until the snapshot and its copy are usable.
 type SnapshotProgressAction struct {
 	tracker *ebs.Tracker
+	handoff *ebs.Handoff
 	clock   clock.Clock
 	log     logrus.FieldLogger
 }
 
-// NewSnapshotProgressAction returns the action, following snapshots through tracker.
-func NewSnapshotProgressAction(tracker *ebs.Tracker, clk clock.Clock, log logrus.FieldLogger) *SnapshotProgressAction {
-	return &SnapshotProgressAction{tracker: tracker, clock: clk, log: log}
+// NewSnapshotProgressAction returns the action, following snapshots through tracker and
+// handing each backup's UID to the volume snapshotter through handoff.
+func NewSnapshotProgressAction(tracker *ebs.Tracker, handoff *ebs.Handoff, clk clock.Clock, log logrus.FieldLogger) *SnapshotProgressAction {
+	return &SnapshotProgressAction{tracker: tracker, handoff: handoff, clock: clk, log: log}
 }
 
 // Name is unused: Velero names the action by its registration.
@@ -45,6 +47,7 @@ func (a *SnapshotProgressAction) Execute(item runtime.Unstructured, backup *vele
 		a.log.Debugf("No snapshot operation: %s", why)
 		return item, nil, "", nil, nil
 	}
+	a.handoff.Put(backup.Name, op.PV, op.VolumeID, string(backup.UID))
 	a.log.Infof("Tracking the snapshot of volume %s in %s as operation %s", op.VolumeID, op.Region, op)
 	return item, nil, op.String(), nil, nil
 }
@@ -78,7 +81,7 @@ func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *ve
 		a.log.Warnf("Persistent volume %s names no zone or region, and AWS_REGION is unset: its snapshot will not be tracked", vol.Name)
 		return ebs.Operation{}, "no region"
 	}
-	return ebs.Operation{Region: region, VolumeID: vol.VolumeID, Issued: a.clock.Now()}, ""
+	return ebs.Operation{Region: region, VolumeID: vol.VolumeID, Issued: a.clock.Now(), PV: vol.Name}, ""
 }
 
 // Progress reports the snapshot and its copy.

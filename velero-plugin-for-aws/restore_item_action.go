@@ -62,7 +62,7 @@ func (a *VolumeRestoreAction) Execute(input *velero.RestoreItemActionExecuteInpu
 
 // Progress reports the restored volume.
 func (a *VolumeRestoreAction) Progress(operationID string, restore *velerov1.Restore) (velero.OperationProgress, error) {
-	return a.watcher.Progress(context.Background(), operationID, restore.Spec.BackupName)
+	return a.watcher.Progress(context.Background(), operationID, restore)
 }
 
 // Cancel does nothing: a restored volume belongs to the cluster now.

@@ -15,14 +15,16 @@ import (
 // VolumeSnapshotter is the VolumeSnapshotLocation provider velero-async.io/aws.
 type VolumeSnapshotter struct {
 	clients *ec2api.Factory
+	handoff *ebs.Handoff
 	log     logrus.FieldLogger
 	config  map[string]string
 	s       *ebs.Snapshotter
 }
 
-// NewVolumeSnapshotter returns a VolumeSnapshotter whose EC2 clients come from clients.
-func NewVolumeSnapshotter(clients *ec2api.Factory, log logrus.FieldLogger) *VolumeSnapshotter {
-	return &VolumeSnapshotter{clients: clients, log: log}
+// NewVolumeSnapshotter returns a VolumeSnapshotter whose EC2 clients come from clients, tagging
+// snapshots with the backup UIDs the backup item action hands over through handoff.
+func NewVolumeSnapshotter(clients *ec2api.Factory, handoff *ebs.Handoff, log logrus.FieldLogger) *VolumeSnapshotter {
+	return &VolumeSnapshotter{clients: clients, handoff: handoff, log: log}
 }
 
 // Init validates the location's config. Velero calls it again before every restored volume;
@@ -35,7 +37,7 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 	if err != nil {
 		return err
 	}
-	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), ebs.WithLogger(v.log))
+	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), ebs.WithLogger(v.log), ebs.WithHandoff(v.handoff))
 	if err := s.ValidateRestoreZone(context.Background()); err != nil {
 		return err
 	}

@@ -23,8 +23,14 @@ func (r regionalSnapshot) String() string { return r.id + " in " + r.region }
 
 // DeleteSnapshot deletes a snapshot Velero recorded and every copy of it. The ID may name a
 // source in this location's region, or (for a location in the copy region) a source elsewhere
-// or a copy here: the tags lead from each to the others. A piece already gone counts as deleted;
-// one that cannot be deleted does not stop the others, and the error names each.
+// or a copy here: the tags lead from each to the others. A piece already gone counts as deleted.
+//
+// The order keeps whatever a later deletion needs to find the rest: copies are looked for first
+// (in every region that may hold one; if a region cannot be asked, nothing is deleted), then the
+// source is deleted, and the copies only once the source is gone. A source whose copy may still
+// be starting is first marked as being deleted, so that no tracker starts a copy afterwards, and a
+// copy asked for just before is waited for. Other snapshots the same CreateSnapshot call made go
+// with the source. Every failure is named in the error.
 func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 	if !validSnapshotID(snapshotID) {
 		return fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
@@ -38,47 +44,141 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 	// the source of a copy here (a location in the copy region), and the copy names it.
 	source := regionalSnapshot{id: snapshotID}
 	copyRegions := map[string]bool{here: true, s.cfg.CopyToRegion: true}
-	var requestedAt string
+	var src *types.Snapshot
 	if found {
 		tags := tagMap(snap.Tags)
 		source.region = here
 		if id := tags[TagSourceSnapshotID]; id != "" {
 			source = regionalSnapshot{region: tags[TagSourceRegion], id: id}
+		} else {
+			src = &snap
 		}
 		copyRegions[tags[TagCopyToRegion]] = true
-		requestedAt = tags[TagCopyRequestedAt]
 	}
-	var targets []regionalSnapshot
-	var errs []error
-	for _, region := range slices.Sorted(maps.Keys(copyRegions)) {
-		if region == "" || region == source.region {
-			continue
-		}
-		copies, err := s.copiesOf(ctx, region, source.id)
-		if err == nil && len(copies) == 0 && s.copyJustRequested(requestedAt) {
-			copies, err = s.awaitCopies(ctx, region, source.id)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, c := range copies {
-			targets = append(targets, regionalSnapshot{region: region, id: aws.ToString(c.SnapshotId)})
-			if source.region == "" {
-				source.region = tagMap(c.Tags)[TagSourceRegion]
-			}
-		}
+	copies, err := s.findCopies(ctx, copyRegions, &source)
+	if err != nil {
+		return err
 	}
 	if source.region == "" {
 		source.region = here
 	}
-	targets = append(targets, source)
-	for _, t := range targets {
+	if src == nil && source.region != here {
+		sn, ok, err := s.describeSnapshot(ctx, source.region, source.id)
+		if err != nil {
+			return fmt.Errorf("%w; nothing deleted, so that a later deletion still finds the copies of %s", err, source)
+		}
+		if ok {
+			src = &sn
+			copyRegions[tagMap(sn.Tags)[TagCopyToRegion]] = true
+		}
+	}
+	var siblings []regionalSnapshot
+	if src != nil {
+		if copies, err = s.stopCopies(ctx, source, src, copies); err != nil {
+			return err
+		}
+		siblings, err = s.siblings(ctx, source, src)
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.deleteOne(ctx, source); err != nil {
+		return fmt.Errorf("%w; its copies are kept, so that a later deletion still finds them", err)
+	}
+	var errs []error
+	for _, t := range append(siblings, copies...) {
 		if err := s.deleteOne(ctx, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// findCopies lists the copies of source in regions, learning the source's region from a copy
+// when it is unknown.
+func (s *Snapshotter) findCopies(ctx context.Context, regions map[string]bool, source *regionalSnapshot) ([]regionalSnapshot, error) {
+	var out []regionalSnapshot
+	var errs []error
+	for _, region := range slices.Sorted(maps.Keys(regions)) {
+		if region == "" || region == source.region {
+			continue
+		}
+		copies, err := s.copiesOf(ctx, region, source.id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, c := range copies {
+			out = append(out, regionalSnapshot{region: region, id: aws.ToString(c.SnapshotId)})
+			if source.region == "" {
+				source.region = tagMap(c.Tags)[TagSourceRegion]
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w; nothing deleted, so that a later deletion still finds every copy of %s", err, source.id)
+	}
+	return out, nil
+}
+
+// stopCopies makes sure no copy of a source that has none yet starts after its deletion: it
+// marks the source, then reads its copy-requested mark again; a copy asked for within EC2's
+// listing lag is waited for and added to copies.
+func (s *Snapshotter) stopCopies(ctx context.Context, source regionalSnapshot, src *types.Snapshot, copies []regionalSnapshot) ([]regionalSnapshot, error) {
+	dest := tagMap(src.Tags)[TagCopyToRegion]
+	if dest == "" || len(copies) > 0 || src.State != types.SnapshotStateCompleted {
+		return copies, nil
+	}
+	c, err := s.clients(ctx, source.region)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{source.id},
+		Tags:      []types.Tag{{Key: aws.String(TagDeletionRequestedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
+	}); err != nil && !ec2api.IsNotFound(err) {
+		s.log.WithError(err).Warnf("Could not mark snapshot %s as being deleted; looking for a copy started meanwhile", source)
+	}
+	again, ok, err := s.describeSnapshot(ctx, source.region, source.id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !s.copyJustRequested(tagMap(again.Tags)[TagCopyRequestedAt]) {
+		return copies, nil
+	}
+	found, err := s.awaitCopies(ctx, dest, source.id)
+	if err != nil {
+		return nil, err
+	}
+	for _, cp := range found {
+		copies = append(copies, regionalSnapshot{region: dest, id: aws.ToString(cp.SnapshotId)})
+	}
+	return copies, nil
+}
+
+// siblings lists the other snapshots made by the CreateSnapshot call that made src, when that
+// call marked src as the recorded one (it may have made more than one).
+func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]regionalSnapshot, error) {
+	tags := tagMap(src.Tags)
+	token := tags[TagCreateToken]
+	if tags[TagRecorded] == "" || token == "" {
+		return nil, nil
+	}
+	c, err := s.clients(ctx, source.region)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagCreateToken, token)})
+	if err != nil {
+		return nil, fmt.Errorf("looking for other snapshots made with %s: %w", source, err)
+	}
+	var out []regionalSnapshot
+	for _, sn := range snaps {
+		if id := aws.ToString(sn.SnapshotId); id != source.id {
+			out = append(out, regionalSnapshot{region: source.region, id: id})
+		}
+	}
+	return out, nil
 }
 
 // copyJustRequested reports whether a source's copy-requested-at mark is recent enough that

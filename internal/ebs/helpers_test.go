@@ -26,7 +26,9 @@ const (
 	srcRegion  = "us-east-1"
 	dstRegion  = "us-west-2"
 	backupName = "nightly"
-	volA       = "vol-0123456789abcdef0"
+	// backupUID is the UID of the backup named backupName, tagged on its snapshots.
+	backupUID = "8d5a6b0c-uid-nightly"
+	volA      = "vol-0123456789abcdef0"
 )
 
 // t0 is when every test starts on its fake clock.
@@ -44,14 +46,14 @@ var (
 
 type snapOpt func(*types.Snapshot)
 
-// snapshot is a snapshot of vol for backupName, started at t0.
+// snapshot is a snapshot of vol for backupName (tagged with its UID), started at t0.
 func snapshot(id, vol string, state types.SnapshotState, opts ...snapOpt) types.Snapshot {
 	s := types.Snapshot{
 		SnapshotId: aws.String(id),
 		VolumeId:   aws.String(vol),
 		State:      state,
 		StartTime:  aws.Time(t0),
-		Tags:       []types.Tag{{Key: aws.String(TagBackup), Value: aws.String(backupName)}},
+		Tags:       []types.Tag{{Key: aws.String(TagBackup), Value: aws.String(backupName)}, {Key: aws.String(TagBackupUID), Value: aws.String(backupUID)}},
 	}
 	if state == types.SnapshotStateCompleted {
 		s.Progress = aws.String("100%")
@@ -104,6 +106,9 @@ type region struct {
 	failures  []error // next DescribeSnapshots answers, consumed in order
 	deleted   []string
 	deleteErr map[string]error
+	tagged    []string // CreateTags calls seen by serveTags
+	// beforeDescribe, when set, runs (with mu held) before DescribeSnapshot call n (from 0) is answered.
+	beforeDescribe func(n int)
 }
 
 func (r *region) add(s ...types.Snapshot) {
@@ -130,6 +135,9 @@ func (r *region) serveDescribe() {
 		func(_ context.Context, in *ec2.DescribeSnapshotsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSnapshotsOutput, error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
+			if r.beforeDescribe != nil {
+				r.beforeDescribe(r.describes)
+			}
 			r.describes++
 			if len(r.failures) > 0 {
 				err := r.failures[0]
@@ -148,6 +156,25 @@ func (r *region) serveDescribe() {
 				return nil, apiErr(ec2api.CodeSnapshotNotFound)
 			}
 			return &ec2.DescribeSnapshotsOutput{Snapshots: out}, nil
+		})
+}
+
+// serveTags lets CreateTags be called any number of times, applying the tags to the region's
+// snapshots and recording each call as "ID,ID key=value".
+func (r *region) serveTags() {
+	r.m.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i := range r.snaps {
+				if contains(in.Resources, aws.ToString(r.snaps[i].SnapshotId)) {
+					for _, t := range in.Tags {
+						setTag(&r.snaps[i], aws.ToString(t.Key), aws.ToString(t.Value))
+					}
+				}
+			}
+			r.tagged = append(r.tagged, strings.Join(in.Resources, ",")+" "+aws.ToString(in.Tags[0].Key))
+			return &ec2.CreateTagsOutput{}, nil
 		})
 }
 
@@ -184,6 +211,8 @@ func matchesDescribe(s types.Snapshot, in *ec2.DescribeSnapshotsInput) bool {
 		switch {
 		case name == "volume-id":
 			have = aws.ToString(s.VolumeId)
+		case name == "snapshot-id":
+			have = aws.ToString(s.SnapshotId)
 		case strings.HasPrefix(name, "tag:"):
 			v, ok := tags[strings.TrimPrefix(name, "tag:")]
 			if !ok {
@@ -205,6 +234,10 @@ type fixture struct {
 	t       *testing.T
 	clk     *clocktesting.FakeClock
 	regions map[string]*region
+	// tagRefusals makes serveTracker's CreateTags refuse any request naming these snapshots.
+	tagRefusals map[string]error
+	// copyDelay is how long each CopySnapshot of serveTracker takes on the fake clock.
+	copyDelay time.Duration
 }
 
 func newFixture(t *testing.T) *fixture {

@@ -31,6 +31,22 @@ const (
 	// TagCopyRequestedAt, on a source snapshot, records when a copy was last requested
 	// (RFC 3339), so a restarted plugin waits for an invisible copy instead of copying again.
 	TagCopyRequestedAt = tagPrefix + "copy-requested-at"
+	// TagCopyCancelled, on a source snapshot, records that Velero cancelled its operation
+	// (RFC 3339): its copy is never started again.
+	TagCopyCancelled = tagPrefix + "copy-cancelled"
+	// TagDeletionRequestedAt, on a source snapshot, records that its deletion began (RFC 3339):
+	// no copy of it is started afterwards.
+	TagDeletionRequestedAt = tagPrefix + "deletion-requested-at"
+	// TagBackupUID, on a source snapshot, is the UID of the Velero Backup it was taken for. UIDs
+	// are unique across clusters and across backups reusing a name, so it identifies this
+	// install's backup where the name cannot.
+	TagBackupUID = tagPrefix + "backup-uid"
+	// TagCreateToken, on a source snapshot, is random and shared by every request of one
+	// CreateSnapshot call: after an ambiguous failure the call looks only for its own snapshot.
+	TagCreateToken = tagPrefix + "create-token"
+	// TagRecorded, on a source snapshot, marks the one CreateSnapshot returned to Velero when
+	// the call may have made more than one; the others are deleted.
+	TagRecorded = tagPrefix + "recorded"
 	// TagSourceSnapshotID, on a copy, names the snapshot it was copied from.
 	TagSourceSnapshotID = tagPrefix + "source-snapshot-id"
 	// TagSourceRegion, on a copy, names the region of the snapshot it was copied from.

@@ -10,6 +10,7 @@ func TestOperationIDRoundTrip(t *testing.T) {
 		{Region: srcRegion, VolumeID: volA, Issued: t0},
 		{Region: "ap-southeast-2", VolumeID: "vol-01234567", Issued: time.Unix(0, 0).UTC()},
 		{Region: "us-gov-west-1", VolumeID: volA, Issued: t0.Add(365 * 24 * time.Hour)},
+		{Region: srcRegion, VolumeID: volA, Issued: t0, PV: "pvc-0a1b2c3d-4e5f.data"},
 	}
 	for _, op := range tests {
 		t.Run(op.String(), func(t *testing.T) {
@@ -39,7 +40,11 @@ func TestParseOperationIDErrors(t *testing.T) {
 		{"truncated", "ebs:v1:us-east-1:" + volA, []string{"not one of this plugin's"}},
 		{"extra field", "ebs:v1:us-east-1:" + volA + ":1:2", []string{"not one of this plugin's"}},
 		{"other plugin", "csi:v1:us-east-1:" + volA + ":1", []string{"not one of this plugin's"}},
-		{"other version", "ebs:v2:us-east-1:" + volA + ":1", []string{`"v2"`, `"v1"`}},
+		{"other version", "ebs:v3:us-east-1:" + volA + ":1:pv-1", []string{`"v3"`, `"v1"`, `"v2"`}},
+		{"v2 without its PV", "ebs:v2:us-east-1:" + volA + ":1", []string{"not one of this plugin's"}},
+		{"v1 with a PV", "ebs:v1:us-east-1:" + volA + ":1:pv-1", []string{"not one of this plugin's"}},
+		{"bad PV name", "ebs:v2:us-east-1:" + volA + ":1:PV_1", []string{`"PV_1"`, "PersistentVolume name"}},
+		{"empty PV name", "ebs:v2:us-east-1:" + volA + ":1:", []string{"PersistentVolume name"}},
 		{"bad region", "ebs:v1:mars-1:" + volA + ":1", []string{`"mars-1"`, "region"}},
 		{"empty region", "ebs:v1::" + volA + ":1", []string{"region"}},
 		{"bad volume", "ebs:v1:us-east-1:vol-XYZ:1", []string{`"vol-XYZ"`, "volume"}},

@@ -8,7 +8,30 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Option adjusts a Snapshotter or Tracker.
+// Defaults of the settings below, and the fixed margins the plugin works with.
+const (
+	// defaultCacheTTL is how long a description of a backup's snapshots answers Progress calls:
+	// well below Velero's 10 s operation sync period.
+	defaultCacheTTL = 5 * time.Second
+	// defaultCopyLimit is EC2's quota of copies in flight per destination region.
+	defaultCopyLimit = 20
+	// defaultNotFoundGrace is how long a snapshot EC2 does not list is waited for.
+	defaultNotFoundGrace = 15 * time.Minute
+	// defaultCreatePatience bounds how long CreateSnapshot rides out EC2's per-volume limits.
+	defaultCreatePatience = 10 * time.Minute
+	// defaultListingLag is how long EC2 may take to list what it has just made.
+	defaultListingLag = 30 * time.Second
+	// clockSkew is the margin allowed between the clock of the Velero server's node and EC2's
+	// when a snapshot's start time is compared with the time its operation was opened. Nodes
+	// and EC2 keep time by NTP, within a second; a minute leaves room for a poorly synced node.
+	clockSkew = time.Minute
+	// fillBudget bounds the time one description of a backup spends starting copies. Checked
+	// between requests, never cancelling one in flight; what is left waits for the next
+	// description, so no reconcile lasts long at any EC2 request rate.
+	fillBudget = 3 * time.Second
+)
+
+// Option adjusts a Snapshotter, Tracker or VolumeWatcher.
 type Option func(*settings)
 
 type settings struct {
@@ -20,23 +43,31 @@ type settings struct {
 	createPatience time.Duration
 	listingLag     time.Duration
 	clusterName    string
+	handoff        *Handoff
+	locator        Locator
 }
 
 func newSettings(opts []Option) settings {
 	s := settings{
 		clock:          clock.RealClock{},
 		log:            logrus.New(),
-		cacheTTL:       5 * time.Second,
-		copyLimit:      20,
-		notFoundGrace:  15 * time.Minute,
-		createPatience: 10 * time.Minute,
-		listingLag:     30 * time.Second,
+		cacheTTL:       defaultCacheTTL,
+		copyLimit:      defaultCopyLimit,
+		notFoundGrace:  defaultNotFoundGrace,
+		createPatience: defaultCreatePatience,
+		listingLag:     defaultListingLag,
 		clusterName:    os.Getenv("AWS_CLUSTER_NAME"),
 	}
 	for _, o := range opts {
 		o(&s)
 	}
 	return s
+}
+
+// createWindow is how long after its operation was opened a snapshot may start: core asks for
+// it right after, and CreateSnapshot may ride out EC2's limits and lost answers that long.
+func (s settings) createWindow() time.Duration {
+	return s.createPatience + s.listingLag + clockSkew
 }
 
 // WithClock sets the clock that waits and timestamps run on.
@@ -65,3 +96,12 @@ func WithCreatePatience(d time.Duration) Option { return func(s *settings) { s.c
 // plugin looks for that long before asking again; 30 s also outlasts EC2's 15 s per-volume
 // interval, so a second CreateSnapshot cannot race the first.
 func WithListingLag(d time.Duration) Option { return func(s *settings) { s.listingLag = d } }
+
+// WithHandoff shares h between the BackupItemAction, which records each backup's UID, and the
+// Snapshotter, which tags the snapshot with it.
+func WithHandoff(h *Handoff) Option { return func(s *settings) { s.handoff = h } }
+
+// WithLocator makes the Tracker and VolumeWatcher look for an operation's snapshots or volumes
+// where l says the backup's locations are, with their credentials, instead of only through the
+// clients they were made with.
+func WithLocator(l Locator) Option { return func(s *settings) { s.locator = l } }

@@ -2,6 +2,8 @@ package ebs
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -80,9 +82,33 @@ func (s *Snapshotter) describeVolume(ctx context.Context, volumeID string) (type
 	return vol, nil
 }
 
+// Waits of CreateSnapshot between refused requests.
+const (
+	// perVolumeRateWait outlasts EC2's interval between two snapshots of one volume (15 s).
+	perVolumeRateWait = 15 * time.Second
+	// concurrentLimitWait lets one of the volume's pending snapshots complete.
+	concurrentLimitWait = 30 * time.Second
+	// throttleWait follows throttling that outlasted the SDK's own retries.
+	throttleWait = 5 * time.Second
+	// createTokenBytes is the size of a CreateSnapshot call's random token.
+	createTokenBytes = 12
+)
+
+// laterMarks counts the tags the plugin may add to a source snapshot after creating it: the
+// recorded mark, and for a source with a copy the copy-requested, copy-cancelled and
+// deletion marks. CreateSnapshot leaves room for them under EC2's 50.
+func laterMarks(withCopy bool) int {
+	if withCopy {
+		return 4
+	}
+	return 1
+}
+
 // CreateSnapshot starts a snapshot of the volume and returns its ID at once. It makes exactly
 // one snapshot: EC2's per-volume limits are waited out with bounded patience, and after a
-// failure that may have taken effect the snapshot is looked up before it is requested again.
+// failure that may have taken effect the snapshot is looked up, by a token only this call's
+// requests carry, before it is requested again. When more than one request may have made a
+// snapshot, the one returned is marked as Velero's, so the tracker deletes the others.
 func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veleroTags map[string]string) (string, error) {
 	vol, err := s.describeVolume(ctx, volumeID)
 	if err != nil {
@@ -92,15 +118,21 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	if err != nil {
 		return "", err
 	}
+	token, err := newCreateToken()
+	if err != nil {
+		return "", err
+	}
 	// The plugin's own keys come only from the plugin: on a volume or a backup label they would
 	// make a snapshot look like a copy, or send it to a region the location never named.
 	_, volumeTags := splitByPrefix(tagMap(vol.Tags), tagPrefix)
 	_, labelTags := splitByPrefix(veleroTags, tagPrefix)
-	limit := maxTags
-	if s.cfg.CopyToRegion != "" {
-		limit-- // room for the copy-requested-at mark
+	own := s.intentTags(vol)
+	own[TagCreateToken] = token
+	if uid := s.handoff.UID(veleroTags[TagBackup], veleroTags[TagPV], volumeID); uid != "" {
+		own[TagBackupUID] = uid
 	}
-	tags, dropped := mergeTags(limit, s.intentTags(vol), pick(veleroTags, TagBackup, TagPV), labelTags, volumeTags)
+	limit := maxTags - laterMarks(s.cfg.CopyToRegion != "")
+	tags, dropped := mergeTags(limit, own, pick(veleroTags, TagBackup, TagPV), labelTags, volumeTags)
 	if len(dropped) > 0 {
 		s.log.WithField("volumeID", volumeID).Infof("Tags left off the snapshot (reserved, too long, or beyond EC2's %d): %v", maxTags, dropped)
 	}
@@ -112,66 +144,93 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 			Tags:         tags,
 		}},
 	}
-	first := s.clock.Now()
-	deadline := first.Add(s.createPatience)
-	// maybeCreated: a request may have taken effect and the snapshot was not seen yet.
-	// everAmbiguous: some request may have; a per-volume rate refusal then says it did.
-	maybeCreated, everAmbiguous := false, false
+	id, mayHaveMade, err := s.createOnce(ctx, c, in, token)
+	if err != nil {
+		return "", err
+	}
+	if mayHaveMade > 1 {
+		s.markRecorded(ctx, c, id, volumeID)
+	}
+	return id, nil
+}
+
+// createOnce sends in until EC2 accepts it or a look-up by token finds what an earlier request
+// made. mayHaveMade counts the requests that may have made a snapshot.
+func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.CreateSnapshotInput, token string) (id string, mayHaveMade int, err error) {
+	volumeID := aws.ToString(in.VolumeId)
+	deadline := s.clock.Now().Add(s.createPatience)
+	// lookUp: a request may have taken effect and its snapshot was not seen yet.
+	lookUp := false
 	for {
-		if maybeCreated {
-			id, known, err := s.awaitSnapshot(ctx, c, volumeID, veleroTags[TagBackup], first)
+		if lookUp {
+			id, known, err := s.awaitSnapshot(ctx, c, volumeID, token)
 			if err != nil {
-				return "", err
+				return "", mayHaveMade, err
 			}
 			if id != "" {
-				return id, nil
+				return id, mayHaveMade, nil
 			}
-			maybeCreated = !known
-			if maybeCreated && s.clock.Now().After(deadline) {
-				return "", fmt.Errorf("creating a snapshot of volume %s in %s: the outcome of a request is unknown and EC2 could not be asked for %s", volumeID, s.cfg.Region, s.createPatience)
+			lookUp = !known
+			if lookUp && s.clock.Now().After(deadline) {
+				return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: the outcome of a request is unknown and EC2 could not be asked for %s", volumeID, s.cfg.Region, s.createPatience)
 			}
 			continue
 		}
 		out, err := c.CreateSnapshot(ctx, in, ec2api.RetryThrottlingOnly)
 		if err == nil {
-			return aws.ToString(out.SnapshotId), nil
+			return aws.ToString(out.SnapshotId), mayHaveMade + 1, nil
 		}
 		var wait time.Duration
 		switch code := ec2api.Code(err); {
 		case ec2api.IsAmbiguous(err):
 			s.log.WithField("volumeID", volumeID).WithError(err).Warn("CreateSnapshot may have taken effect; looking for the snapshot before trying again")
-			maybeCreated, everAmbiguous = true, true
+			lookUp = true
+			mayHaveMade++
 			continue
 		case code == ec2api.CodeSnapshotCreationPerVolumeRateExceeded:
-			maybeCreated = everAmbiguous
-			wait = 15 * time.Second
+			// After an ambiguous request this refusal says that request made a snapshot.
+			lookUp = mayHaveMade > 0
+			wait = perVolumeRateWait
 		case code == ec2api.CodeConcurrentSnapshotLimitExceeded:
-			wait = 30 * time.Second
-		case ec2api.IsThrottle(err):
-			wait = 5 * time.Second
+			wait = concurrentLimitWait
+		case ec2api.IsThrottle(err), ec2api.IsCredentialsFailure(err):
+			wait = throttleWait
 		default:
-			return "", fmt.Errorf("creating a snapshot of volume %s in %s: %w", volumeID, s.cfg.Region, err)
+			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: %w", volumeID, s.cfg.Region, err)
 		}
-		if !maybeCreated && s.clock.Now().Add(wait).After(deadline) {
-			return "", fmt.Errorf("creating a snapshot of volume %s in %s: still refused after %s: %w", volumeID, s.cfg.Region, s.createPatience, err)
+		if !lookUp && s.clock.Now().Add(wait).After(deadline) {
+			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: still refused after %s: %w", volumeID, s.cfg.Region, s.createPatience, err)
 		}
-		if maybeCreated {
+		if lookUp {
 			continue
 		}
 		if err := sleep(ctx, s.clock, wait); err != nil {
-			return "", err
+			return "", mayHaveMade, err
 		}
 	}
 }
 
-// awaitSnapshot looks, for as long as EC2 may lag in listing it, for a snapshot that a CreateSnapshot
-// whose outcome is unknown may have made. known is false when EC2 could not be asked, so the
-// question stays open.
-func (s *Snapshotter) awaitSnapshot(ctx context.Context, c ec2api.EC2, volumeID, backup string, since time.Time) (id string, known bool, err error) {
+// markRecorded tags the snapshot returned to Velero as the recorded one. Without the mark the
+// tracker cannot tell it from another snapshot this call may have made, and fails the operation
+// with both named rather than guess.
+func (s *Snapshotter) markRecorded(ctx context.Context, c ec2api.EC2, id, volumeID string) {
+	_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{id},
+		Tags:      []types.Tag{{Key: aws.String(TagRecorded), Value: aws.String("true")}},
+	})
+	if err != nil {
+		s.log.WithField("volumeID", volumeID).WithError(err).Errorf("Could not mark snapshot %s as the one Velero records; its operation will fail if EC2 lists another snapshot of this call", id)
+	}
+}
+
+// awaitSnapshot looks, for as long as EC2 may lag in listing it, for the snapshot a
+// CreateSnapshot request carrying token may have made. known is false when EC2 could not be
+// asked, so the question stays open.
+func (s *Snapshotter) awaitSnapshot(ctx context.Context, c ec2api.EC2, volumeID, token string) (id string, known bool, err error) {
 	end := s.clock.Now().Add(s.listingLag)
 	wait := time.Second
 	for {
-		id, lookErr := findSnapshot(ctx, c, volumeID, backup, since)
+		id, lookErr := findSnapshot(ctx, c, volumeID, token)
 		if id != "" {
 			return id, true, nil
 		}
@@ -187,24 +246,19 @@ func (s *Snapshotter) awaitSnapshot(ctx context.Context, c ec2api.EC2, volumeID,
 	}
 }
 
-// findSnapshot returns the ID of the earliest snapshot of the volume tagged for the backup (or,
-// for an untagged request, started since the request).
-func findSnapshot(ctx context.Context, c ec2api.EC2, volumeID, backup string, since time.Time) (string, error) {
-	filters := []types.Filter{{Name: aws.String("volume-id"), Values: []string{volumeID}}}
-	if backup != "" {
-		filters = append(filters, tagFilter(TagBackup, backup))
-	}
-	snaps, err := describeSnapshots(ctx, c, filters)
+// findSnapshot returns the ID of the earliest snapshot of the volume made by a request that
+// carried token: only this call's requests could have made it.
+func findSnapshot(ctx context.Context, c ec2api.EC2, volumeID, token string) (string, error) {
+	snaps, err := describeSnapshots(ctx, c, []types.Filter{
+		{Name: aws.String("volume-id"), Values: []string{volumeID}},
+		tagFilter(TagCreateToken, token),
+	})
 	if err != nil {
 		return "", err
 	}
 	var best *types.Snapshot
 	for i := range snaps {
-		sn := &snaps[i]
-		if backup == "" && aws.ToTime(sn.StartTime).Before(since.Add(-time.Minute)) {
-			continue
-		}
-		if best == nil || aws.ToTime(sn.StartTime).Before(aws.ToTime(best.StartTime)) {
+		if sn := &snaps[i]; best == nil || aws.ToTime(sn.StartTime).Before(aws.ToTime(best.StartTime)) {
 			best = sn
 		}
 	}
@@ -212,6 +266,15 @@ func findSnapshot(ctx context.Context, c ec2api.EC2, volumeID, backup string, si
 		return "", nil
 	}
 	return aws.ToString(best.SnapshotId), nil
+}
+
+// newCreateToken returns a random token for one CreateSnapshot call.
+func newCreateToken() (string, error) {
+	b := make([]byte, createTokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("drawing a random token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // intentTags are the plugin's own tags on a source snapshot: where its copy goes, and the

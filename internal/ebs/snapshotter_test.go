@@ -37,15 +37,19 @@ func (f *fixture) expectVolume(v types.Volume) {
 }
 
 // createCalls answers CreateSnapshot from answers (nil: success with snap-0000000N; the last
-// answer repeats) and records the input and clock time of each call.
+// answer repeats) and records the input and clock time of each call. A request that succeeds,
+// or that madeDespite names, makes its snapshot in the source region with the request's tags,
+// listed from then on. CreateTags (the recorded mark) is applied and counted.
 type createCalls struct {
-	ins    []*ec2.CreateSnapshotInput
-	times  []time.Time
-	before func(n int) // called before answering call n (from 0), when set
+	ins         []*ec2.CreateSnapshotInput
+	times       []time.Time
+	before      func(n int)  // called before answering call n (from 0), when set
+	madeDespite map[int]bool // calls that take effect although they fail
+	marked      []string     // IDs given the recorded mark
 }
 
 func (f *fixture) serveCreate(answers ...error) *createCalls {
-	cc := &createCalls{}
+	cc := &createCalls{madeDespite: map[int]bool{}}
 	f.src().m.EXPECT().CreateSnapshot(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, in *ec2.CreateSnapshotInput, _ ...func(*ec2.Options)) (*ec2.CreateSnapshotOutput, error) {
 			n := len(cc.ins)
@@ -54,12 +58,28 @@ func (f *fixture) serveCreate(answers ...error) *createCalls {
 			}
 			cc.ins = append(cc.ins, in)
 			cc.times = append(cc.times, f.clk.Now())
-			if err := answers[min(n, len(answers)-1)]; err != nil {
+			id := fmt.Sprintf("snap-%08x", n+1)
+			err := answers[min(n, len(answers)-1)]
+			if err == nil || cc.madeDespite[n] {
+				f.src().add(types.Snapshot{SnapshotId: aws.String(id), VolumeId: in.VolumeId, State: types.SnapshotStatePending,
+					StartTime: aws.Time(f.clk.Now()), Tags: in.TagSpecifications[0].Tags})
+			}
+			if err != nil {
 				return nil, err
 			}
-			return &ec2.CreateSnapshotOutput{SnapshotId: aws.String(fmt.Sprintf("snap-%08x", n+1))}, nil
+			return &ec2.CreateSnapshotOutput{SnapshotId: aws.String(id)}, nil
+		})
+	f.src().m.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+			cc.marked = append(cc.marked, in.Resources...)
+			return &ec2.CreateTagsOutput{}, nil
 		})
 	return cc
+}
+
+// token is the create token of call n.
+func (cc *createCalls) token(n int) string {
+	return tagMap(cc.ins[n].TagSpecifications[0].Tags)[TagCreateToken]
 }
 
 var veleroTags = map[string]string{TagBackup: backupName, TagPV: "pv-1", "app": "web"}
@@ -115,6 +135,10 @@ func TestCreateSnapshotTags(t *testing.T) {
 				t.Fatalf("bad request: %+v", in)
 			}
 			got := tagMap(in.TagSpecifications[0].Tags)
+			if len(got[TagCreateToken]) != 2*createTokenBytes {
+				t.Errorf("create token %q, want %d hex digits", got[TagCreateToken], 2*createTokenBytes)
+			}
+			delete(got, TagCreateToken)
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("tags\n got %v\nwant %v", got, tt.want)
 			}
@@ -126,7 +150,6 @@ func TestCreateSnapshotTags(t *testing.T) {
 }
 
 func TestCreateSnapshotRetries(t *testing.T) {
-	mine := snapshot("snap-00000001", volA, types.SnapshotStatePending)
 	tests := []struct {
 		name        string
 		create      []error // answers to successive CreateSnapshot calls; nil = success
@@ -137,6 +160,7 @@ func TestCreateSnapshotRetries(t *testing.T) {
 		wantErr     []string
 		wantCreates int // 0: at least 2
 		minGap      time.Duration
+		wantMarked  bool // the returned snapshot is marked as recorded
 	}{
 		{name: "success", create: []error{nil}, wantID: "snap-00000001", wantCreates: 1},
 		{name: "per-volume rate waits 15s", create: []error{httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil},
@@ -153,18 +177,16 @@ func TestCreateSnapshotRetries(t *testing.T) {
 		{name: "no answer but made", create: []error{netErr()}, listed: true, wantID: "snap-00000001", wantCreates: 1},
 		{name: "no answer, lookup fails first, then finds it", create: []error{netErr()}, listed: true,
 			lookupFails: []error{netErr(), httpErr(503, ec2api.CodeRequestLimitExceeded)}, wantID: "snap-00000001", wantCreates: 1},
-		{name: "500 and not made", create: []error{httpErr(500, "InternalError"), nil}, wantID: "snap-00000002", wantCreates: 2},
+		{name: "500 and not made", create: []error{httpErr(500, "InternalError"), nil}, wantID: "snap-00000002", wantCreates: 2, wantMarked: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 			cc := f.serveCreate(tt.create...)
+			cc.madeDespite[0] = tt.listed
 			f.src().serveDescribe()
 			f.src().failNext(tt.lookupFails...)
-			if tt.listed {
-				f.src().add(mine)
-			}
 			var opts []Option
 			if tt.patience != 0 {
 				opts = append(opts, WithCreatePatience(tt.patience))
@@ -193,6 +215,9 @@ func TestCreateSnapshotRetries(t *testing.T) {
 					t.Errorf("CreateSnapshot %d came %s after the previous; want at least %s", i+1, gap, tt.minGap)
 				}
 			}
+			if marked := len(cc.marked) == 1 && cc.marked[0] == res.id; marked != tt.wantMarked || len(cc.marked) > 1 {
+				t.Errorf("marked as recorded: %v, want %v for %q", cc.marked, tt.wantMarked, res.id)
+			}
 			if tt.patience != 0 && f.clk.Since(t0) > tt.patience {
 				t.Errorf("gave up after %s, beyond the patience of %s", f.clk.Since(t0), tt.patience)
 			}
@@ -200,11 +225,12 @@ func TestCreateSnapshotRetries(t *testing.T) {
 	}
 }
 
-// After an ambiguous failure the snapshot is looked up by volume and backup tag.
+// After an ambiguous failure the snapshot is looked up by volume and the call's own token: a
+// snapshot of an earlier backup of the same name, or another call's, is never taken for it.
 func TestCreateSnapshotLookupFilter(t *testing.T) {
 	f := newFixture(t)
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
-	f.serveCreate(netErr())
+	cc := f.serveCreate(netErr())
 	var got *ec2.DescribeSnapshotsInput
 	f.src().m.EXPECT().DescribeSnapshots(gomock.Any(), gomock.Any(), gomock.Any()).DoAndReturn(
 		func(_ context.Context, in *ec2.DescribeSnapshotsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSnapshotsOutput, error) {
@@ -216,7 +242,7 @@ func TestCreateSnapshotLookupFilter(t *testing.T) {
 	if id != "snap-00000009" {
 		t.Errorf("id %q, want the listed snap-00000009", id)
 	}
-	want := []types.Filter{{Name: aws.String("volume-id"), Values: []string{volA}}, tagFilter(TagBackup, backupName)}
+	want := []types.Filter{{Name: aws.String("volume-id"), Values: []string{volA}}, tagFilter(TagCreateToken, cc.token(0))}
 	if got == nil || fmt.Sprint(filterText(got.Filters)) != fmt.Sprint(filterText(want)) || len(got.OwnerIds) != 1 || got.OwnerIds[0] != "self" {
 		t.Errorf("lookup %+v, want filters %v owned by self", got, filterText(want))
 	}
@@ -257,8 +283,8 @@ func TestCreateSnapshotAmbiguousThenPerVolumeRate(t *testing.T) {
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 	cc := f.serveCreate(httpErr(500, "InternalError"), httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil)
 	cc.before = func(n int) {
-		if n == 1 { // EC2 lists the first snapshot from now on
-			f.src().add(snapshot("snap-00000001", volA, types.SnapshotStatePending))
+		if n == 1 { // EC2 lists the first request's snapshot from now on
+			f.src().add(snapshot("snap-00000001", volA, types.SnapshotStatePending, withTags(TagCreateToken, cc.token(0))))
 		}
 	}
 	f.src().serveDescribe()

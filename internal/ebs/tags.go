@@ -77,12 +77,13 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
-// copyTags are the tags of a copy of src: src's own, less the copy intent, plus the copy's
-// origin. The plugin's and Velero's tags go first, so a source with 50 tags loses a volume tag,
+// copyTags are the tags of a copy of src: src's own, less the copy intent and the marks that
+// concern only the source, plus the copy's origin. The plugin's and Velero's tags go first, so a source with 50 tags loses a volume tag,
 // never one a restore or deletion needs.
 func copyTags(src types.Snapshot, sourceRegion string) []types.Tag {
 	own, rest := splitByPrefix(tagMap(src.Tags), tagPrefix, "velero.io/")
-	for _, k := range []string{TagCopyToRegion, TagCopyKMSKeyID, TagCopyCompletionMinutes, TagCopyRequestedAt} {
+	for _, k := range []string{TagCopyToRegion, TagCopyKMSKeyID, TagCopyCompletionMinutes, TagCopyRequestedAt,
+		TagCreateToken, TagRecorded, TagCopyCancelled, TagDeletionRequestedAt} {
 		delete(own, k)
 	}
 	origin := map[string]string{TagSourceSnapshotID: aws.ToString(src.SnapshotId), TagSourceRegion: sourceRegion}

@@ -105,7 +105,8 @@ func TestCopyTags(t *testing.T) {
 	plugin := []string{
 		TagVolumeType, "gp3", TagVolumeIOPS, "3000", TagVolumeThroughput, "125",
 		TagCopyKMSKeyID, "alias/dr", TagCopyCompletionMinutes, "60", TagCopyRequestedAt, t0.Format("2006-01-02T15:04:05Z07:00"),
-		TagPV, "pv-1",
+		TagPV, "pv-1", TagCreateToken, "0123abcd", TagRecorded, "true", TagCopyCancelled, t0.Format("2006-01-02T15:04:05Z07:00"),
+		TagDeletionRequestedAt, t0.Format("2006-01-02T15:04:05Z07:00"),
 	}
 	tests := []struct {
 		name       string
@@ -116,8 +117,8 @@ func TestCopyTags(t *testing.T) {
 		{
 			name:       "copy intent and mark dropped, origin added",
 			src:        snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(plugin...), withTags("app", "web", "aws:backup:x", "y")),
-			wantLen:    8, // origin 2 + 3 volume settings + 2 Velero + app
-			wantAbsent: []string{TagCopyToRegion, TagCopyKMSKeyID, TagCopyCompletionMinutes, TagCopyRequestedAt, "aws:backup:x"},
+			wantLen:    9, // origin 2 + backup UID + 3 volume settings + 2 Velero + app
+			wantAbsent: []string{TagCopyToRegion, TagCopyKMSKeyID, TagCopyCompletionMinutes, TagCopyRequestedAt, TagCreateToken, TagRecorded, TagCopyCancelled, TagDeletionRequestedAt, "aws:backup:x"},
 		},
 		{
 			name: "50-tag source keeps the plugin's and Velero's tags",

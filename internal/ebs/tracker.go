@@ -2,6 +2,7 @@ package ebs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,9 +22,12 @@ import (
 const percentUnits = "%"
 
 // Tracker follows each volume's snapshot, and its copy into another region, to completion. It
-// starts copies as sources complete, keeping every copy slot of a destination busy. It keeps no
-// state that matters across calls: each backup's snapshots are described at most once per cache
-// lifetime and shared by every operation of that backup.
+// follows exactly the snapshot CreateSnapshot returned to Velero: one of the operation's PV and
+// volume, of this backup (by UID, or by the time window the operation was opened in), never a
+// snapshot of another backup of the same name. It starts copies as sources complete, keeping
+// every copy slot of a destination busy, and keeps no state that matters across calls: each
+// backup's snapshots are described at most once per cache lifetime and shared by every
+// operation of that backup.
 type Tracker struct {
 	clients ec2api.Regional
 	settings
@@ -32,15 +36,26 @@ type Tracker struct {
 	views map[viewKey]*backupView
 }
 
-type viewKey struct{ region, backup string }
-
-// NewTracker returns a Tracker that reaches EC2 through clients.
+// NewTracker returns a Tracker that reaches EC2 through clients, or through the locations a
+// Locator (WithLocator) finds.
 func NewTracker(clients ec2api.Regional, opts ...Option) *Tracker {
 	return &Tracker{clients: clients, settings: newSettings(opts), views: map[viewKey]*backupView{}}
 }
 
-// Progress reports an operation. EC2 being slow, throttling or failing never fails the
-// operation: it is reported as still in progress, with the reason.
+// lookup is what the places of an operation show of it.
+type lookup struct {
+	view *backupView
+	res  resolution
+	// owned counts the backup's snapshots listed in the places that answered.
+	owned int
+	// waiting and refused are the failures of places that did not answer, transient or not.
+	waiting, refused []error
+	note, where      string
+}
+
+// Progress reports an operation. EC2 being slow, throttling or failing, and credentials that
+// cannot be had yet, never fail the operation: it is reported as still in progress, with the
+// reason.
 func (t *Tracker) Progress(ctx context.Context, operationID string, backup *velerov1.Backup) (velero.OperationProgress, error) {
 	op, err := ParseOperationID(operationID)
 	if err != nil {
@@ -48,53 +63,106 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.clock.Now()
-	p := velero.OperationProgress{Updated: now, OperationUnits: percentUnits}
-	v, err := t.view(ctx, op.Region, backup.Name)
+	p := velero.OperationProgress{Updated: t.clock.Now(), OperationUnits: percentUnits}
+	l, err := t.lookup(ctx, op, backup)
 	if err != nil {
-		if ec2api.IsTransient(err) {
-			p.Description = "waiting for EC2: " + err.Error()
-			return p, nil
+		p.Completed = true
+		p.Err = err.Error()
+		return p, nil
+	}
+	switch {
+	case l.view != nil && l.res.source != nil:
+		t.deleteStrays(ctx, l.view, l.res.strays)
+		p = t.report(ctx, l.view, op, l.res.source, p)
+	case l.view != nil:
+		p = t.ambiguous(op, l.res.ambiguous, p)
+	case len(l.refused) > 0:
+		p.Completed = true
+		p.Err = fmt.Sprintf("the snapshot of volume %s in %s cannot be looked up: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
+	case len(l.waiting) > 0:
+		p.Description = "waiting for EC2: " + errors.Join(l.waiting...).Error()
+	default:
+		p = t.notFound(op, backup, l, p)
+	}
+	if l.note != "" && !p.Completed {
+		p.Description += " (" + l.note + ")"
+	}
+	return p, nil
+}
+
+// lookup finds the operation's snapshot in the places of its backup and region.
+func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Backup) (lookup, error) {
+	places := fixedPlace(t.clients)
+	if t.locator != nil {
+		var err error
+		if places, err = t.locator.BackupPlaces(ctx, backup, op.Region); err != nil {
+			return lookup{}, err
 		}
-		return velero.OperationProgress{}, err
 	}
-	src := v.source(op.VolumeID)
-	if src == nil {
-		return t.notFound(op, backup, v, p), nil
+	var l lookup
+	id := identityOf(backup)
+	for _, pl := range places {
+		if l.note == "" {
+			l.note = pl.Note
+		}
+		v, err := t.view(ctx, pl, op.Region, id)
+		switch {
+		case err != nil && ec2api.IsTransient(err):
+			l.waiting = append(l.waiting, err)
+			continue
+		case err != nil:
+			l.refused = append(l.refused, err)
+			continue
+		}
+		l.owned += v.owned()
+		l.where = pl.where()
+		if res := v.resolveOp(op, t.createWindow()); res.source != nil || len(res.ambiguous) > 0 {
+			l.view, l.res = v, res
+			return l, nil
+		}
 	}
+	return l, nil
+}
+
+// report reports an operation whose snapshot is known, starting copies on the way.
+func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *types.Snapshot, p velero.OperationProgress) velero.OperationProgress {
 	srcID := aws.ToString(src.SnapshotId)
 	tags := tagMap(src.Tags)
 	dest := tags[TagCopyToRegion]
 	p.Started = aws.ToTime(src.StartTime)
 	p.NTotal = 100
-	if dest != "" {
-		p.NTotal = 200
-	}
 	var fillErr error
 	if dest != "" {
+		p.NTotal = 200
 		fillErr = t.fillCopySlots(ctx, v, dest)
+		if now := v.sourceByID(srcID); now != nil { // as marked by the fill
+			src, tags = now, tagMap(now.Tags)
+		}
 	}
 	switch src.State {
 	case types.SnapshotStateError:
 		p.Completed = true
 		p.Err = fmt.Sprintf("snapshot %s of volume %s in %s failed: %s", srcID, op.VolumeID, op.Region, aws.ToString(src.StateMessage))
-		return p, nil
+		return p
 	case types.SnapshotStatePending:
 		p.NCompleted = percent(src.Progress)
 		p.Description = fmt.Sprintf("snapshot %s in %s: %s", srcID, op.Region, progressText(src.Progress))
-		return p, nil
+		return p
 	}
 	p.NCompleted = 100
 	if dest == "" {
 		p.Completed = true
 		p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
-		return p, nil
+		return p
 	}
 	cp := v.copyOf(srcID)
+	now := t.clock.Now()
 	switch {
 	case cp == nil && v.refused[srcID] != "":
 		p.Completed = true
 		p.Err = v.refused[srcID]
+	case cp == nil && tags[TagDeletionRequestedAt] != "":
+		p.Description = fmt.Sprintf("snapshot %s is being deleted with its backup; no copy to %s is started", srcID, dest)
 	case cp == nil && fillErr != nil:
 		p.Description = fmt.Sprintf("waiting to copy %s to %s: %v", srcID, dest, fillErr)
 	case cp == nil && v.recentlyRequested(src, now, t.listingLag):
@@ -114,30 +182,55 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.NCompleted = 200
 		p.Description = fmt.Sprintf("snapshot %s in %s and its copy %s in %s completed", srcID, op.Region, aws.ToString(cp.SnapshotId), dest)
 	}
-	return p, nil
+	return p
+}
+
+// ambiguous reports an operation with several snapshots that could each be the one Velero
+// recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
+// waited for while a create may still be under way; after that the operation fails, naming them.
+func (t *Tracker) ambiguous(op Operation, snaps []types.Snapshot, p velero.OperationProgress) velero.OperationProgress {
+	ids := make([]string, len(snaps))
+	for i, s := range snaps {
+		ids[i] = aws.ToString(s.SnapshotId)
+	}
+	if p.Updated.Sub(op.Issued) < t.createWindow() {
+		p.Description = fmt.Sprintf("volume %s has %d snapshots for this backup (%s); waiting to learn which one Velero recorded", op.VolumeID, len(ids), strings.Join(ids, ", "))
+		return p
+	}
+	p.Completed = true
+	p.Err = fmt.Sprintf("volume %s in %s has %d snapshots that could each be the one Velero recorded for this backup (%s), and none is marked as recorded: not completing on evidence that may belong to another backup", op.VolumeID, op.Region, len(ids), strings.Join(ids, ", "))
+	return p
 }
 
 // notFound reports an operation whose snapshot EC2 does not list. Velero took no native
 // snapshot of the volume (a volume policy chose another method, or CreateSnapshot failed) when
-// every snapshot Velero completed for the backup is listed, or when the grace period is over;
-// until then EC2 may just be slow to list it.
-func (t *Tracker) notFound(op Operation, backup *velerov1.Backup, v *backupView, p velero.OperationProgress) velero.OperationProgress {
-	listed := 0
-	for _, ss := range v.sources {
-		listed += len(ss)
-	}
-	itemsDone := backup.Status.Phase == velerov1.BackupPhaseWaitingForPluginOperations ||
-		backup.Status.Phase == velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed
-	if itemsDone && listed >= backup.Status.VolumeSnapshotsCompleted || p.Updated.Sub(op.Issued) > t.notFoundGrace {
+// it attempted none, or when every snapshot Velero recorded for the backup is listed. When
+// Velero recorded snapshots the plugin cannot see, the operation waits for EC2's listing for the
+// grace period, then fails with the likely causes: never a success without evidence.
+func (t *Tracker) notFound(op Operation, backup *velerov1.Backup, l lookup, p velero.OperationProgress) velero.OperationProgress {
+	// Core records its snapshots in the backup's status before it first asks for progress.
+	st := backup.Status
+	recorded := st.VolumeSnapshotsCompleted
+	switch {
+	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
 		p.Completed = true
-		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup", op.VolumeID)
-		return p
+		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)
+	case l.owned >= recorded:
+		p.Completed = true
+		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: EC2 lists all %d Velero recorded, none of this volume", op.VolumeID, recorded)
+	case p.Updated.Sub(op.Issued) <= t.notFoundGrace:
+		p.Description = fmt.Sprintf("waiting for EC2 to list the snapshot of volume %s in %s (Velero recorded %d native snapshots for this backup; EC2 lists %d %s)", op.VolumeID, op.Region, recorded, l.owned, l.where)
+	default:
+		p.Completed = true
+		p.Err = fmt.Sprintf("Velero recorded %d native snapshots for backup %s, but EC2 lists %d in %s %s, none of volume %s: the snapshot was taken with other credentials or in another account than this action uses "+
+			"(check the location's spec.credential, profile and credentialsFile, and that the plugin may read VolumeSnapshotLocations and their Secrets), or it was deleted",
+			recorded, backup.Name, l.owned, op.Region, l.where, op.VolumeID)
 	}
-	p.Description = fmt.Sprintf("waiting for EC2 to list the snapshot of volume %s in %s", op.VolumeID, op.Region)
 	return p
 }
 
-// Cancel deletes the operation's copy if it is still pending. The source snapshot belongs to
+// Cancel stops the operation's copy for good: the source is marked so that no Progress call
+// starts its copy again, and a copy still pending is deleted. The source snapshot belongs to
 // the backup and goes with it.
 func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velerov1.Backup) error {
 	op, err := ParseOperationID(operationID)
@@ -146,208 +239,82 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v, err := t.view(ctx, op.Region, backup.Name)
+	l, err := t.lookup(ctx, op, backup)
 	if err != nil {
 		return err
 	}
-	src := v.source(op.VolumeID)
-	if src == nil {
+	if l.view == nil || l.res.source == nil {
+		return errors.Join(append(l.refused, l.waiting...)...)
+	}
+	v, src := l.view, l.res.source
+	srcID := aws.ToString(src.SnapshotId)
+	dest := tagMap(src.Tags)[TagCopyToRegion]
+	if dest == "" {
 		return nil
 	}
-	cp := v.copyOf(aws.ToString(src.SnapshotId))
+	v.cancel(srcID)
+	c, err := v.place.Clients(ctx, v.region)
+	if err != nil {
+		return err
+	}
+	if err := t.tag(ctx, c, []string{srcID}, TagCopyCancelled, t.clock.Now().UTC().Format(time.RFC3339)); err != nil {
+		t.log.WithError(err).Warnf("Could not mark snapshot %s as cancelled; a later Progress call of this process will still not copy it", srcID)
+	}
+	cp := v.copyOf(srcID)
 	if cp == nil || cp.State != types.SnapshotStatePending {
 		return nil
 	}
-	dest := tagMap(src.Tags)[TagCopyToRegion]
-	c, err := t.clients(ctx, dest)
+	dc, err := v.place.Clients(ctx, dest)
 	if err != nil {
 		return err
 	}
-	if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: cp.SnapshotId}); err != nil && !ec2api.IsNotFound(err) {
+	if _, err := dc.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: cp.SnapshotId}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
 		return fmt.Errorf("deleting pending copy %s in %s: %w", aws.ToString(cp.SnapshotId), dest, err)
 	}
-	t.log.Infof("Cancelled: deleted pending copy %s of %s in %s", aws.ToString(cp.SnapshotId), aws.ToString(src.SnapshotId), dest)
+	t.log.Infof("Cancelled: deleted pending copy %s of %s in %s", aws.ToString(cp.SnapshotId), srcID, dest)
 	return nil
 }
 
-// view returns the backup's snapshots in region, described again when the cached description
-// is older than the cache lifetime. A failed description is cached as well, so the other
-// operations of a reconcile do not each ask a throttling EC2 again.
-func (t *Tracker) view(ctx context.Context, region, backup string) (*backupView, error) {
-	key := viewKey{region, backup}
-	v, ok := t.views[key]
-	switch {
-	case !ok:
-		v = &backupView{region: region, backup: backup, requested: map[string]time.Time{}, refused: map[string]string{}}
-		t.views[key] = v
-	case v.loadErr != nil && t.clock.Since(v.loadFailed) < t.cacheTTL:
-		return nil, v.loadErr
-	case v.loadErr == nil && t.clock.Since(v.fetched) < t.cacheTTL:
-		return v, nil
+// deleteStrays deletes snapshots the CreateSnapshot call of an operation made besides the one
+// it returned to Velero: nobody else would, and they would be leaked.
+func (t *Tracker) deleteStrays(ctx context.Context, v *backupView, strays []types.Snapshot) {
+	for _, s := range strays {
+		id := aws.ToString(s.SnapshotId)
+		if v.deleted[id] {
+			continue
+		}
+		c, err := v.place.Clients(ctx, v.region)
+		if err == nil {
+			_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: s.SnapshotId}, ec2api.Bounded)
+		}
+		if err != nil && !ec2api.IsNotFound(err) {
+			t.log.WithError(err).Warnf("Could not delete snapshot %s, made besides the one Velero recorded; trying again later", id)
+			continue
+		}
+		v.forgetStray(id)
+		t.log.Infof("Deleted snapshot %s of volume %s: made by the same CreateSnapshot as the one Velero recorded", id, aws.ToString(s.VolumeId))
 	}
-	v.loadErr = t.load(ctx, v)
+}
+
+// view returns the backup's snapshots in region as place sees them, described again when the
+// cached description is older than the cache lifetime. A failed description is cached as
+// well, so the other operations of a reconcile do not each ask a throttling EC2 again.
+func (t *Tracker) view(ctx context.Context, place Place, region string, id backupIdentity) (*backupView, error) {
+	key := viewKey{region: region, backup: id.name, uid: id.uid, location: place.Location}
+	v, ok := t.views[key]
+	if !ok {
+		v = newBackupView(place, region, id, t.clock)
+		t.views[key] = v
+	}
+	if !v.fresh(t.cacheTTL) {
+		if err := v.load(ctx, t.listingLag); err != nil {
+			return nil, err
+		}
+	}
 	if v.loadErr != nil {
-		v.loadFailed = t.clock.Now()
 		return nil, v.loadErr
 	}
 	return v, nil
-}
-
-// fillCopySlots starts copies into dest for the backup's completed sources, oldest first, while
-// the destination has free slots. Each batch is first marked on its sources (one CreateTags), so
-// a restarted plugin that cannot see a just-made copy yet waits for it instead of copying again.
-func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string) error {
-	if err := v.queued[dest]; err != nil {
-		return err // asked already; the next description of EC2 tells whether slots freed up
-	}
-	now := t.clock.Now()
-	free := min(t.copyLimit-v.inFlight(dest), copyRequestAllowance(v, dest, now))
-	if free <= 0 {
-		return nil
-	}
-	batch := v.awaitingCopy(dest, now, t.listingLag)
-	if len(batch) == 0 {
-		return nil
-	}
-	if len(batch) > free {
-		batch = batch[:free]
-	}
-	src, err := t.clients(ctx, v.region)
-	if err != nil {
-		return err
-	}
-	dst, err := t.clients(ctx, dest)
-	if err != nil {
-		return err
-	}
-	ids := make([]string, len(batch))
-	for i, s := range batch {
-		ids[i] = aws.ToString(s.SnapshotId)
-	}
-	requestedAt := now.UTC().Format(time.RFC3339)
-	if _, err := src.CreateTags(ctx, &ec2.CreateTagsInput{
-		Resources: ids,
-		Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt), Value: aws.String(requestedAt)}},
-	}, ec2api.FewAttempts); err != nil {
-		if ec2api.Code(err) != ec2api.CodeUnauthorized {
-			return fmt.Errorf("marking copy requests: %w", err)
-		}
-		// A permission missing from the policy does not come back by waiting: fail these
-		// copies with EC2's message, as a refused CopySnapshot does.
-		for _, id := range ids {
-			v.refused[id] = fmt.Sprintf("marking snapshot %s for its copy to %s refused: %v", id, dest, err)
-		}
-		return nil
-	}
-	var unmark []string
-	var queued error
-	for i, s := range batch {
-		id := ids[i]
-		if queued != nil {
-			unmark = append(unmark, id)
-			continue
-		}
-		out, err := dst.CopySnapshot(ctx, copyInput(s, v.region), ec2api.RetryThrottlingOnly, ec2api.FewAttempts)
-		switch {
-		case err == nil:
-			t.recordCopy(v, dest, s, aws.ToString(out.SnapshotId), now)
-			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, dest, aws.ToString(out.SnapshotId))
-		case ec2api.IsAmbiguous(err):
-			v.requested[id] = now
-			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, dest)
-		case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err):
-			queued = fmt.Errorf("EC2 queued the copy: %s", ec2api.Code(err))
-			v.queued[dest] = queued
-			unmark = append(unmark, id)
-		default:
-			v.refused[id] = fmt.Sprintf("copy of snapshot %s to %s refused: %v", id, dest, err)
-			unmark = append(unmark, id)
-		}
-	}
-	if len(unmark) > 0 {
-		// Without the mark, the next call may ask again at once; left in place, the mark only
-		// delays those sources by the listing lag.
-		if _, err := src.DeleteTags(ctx, &ec2.DeleteTagsInput{
-			Resources: unmark,
-			Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt)}},
-		}, ec2api.FewAttempts); err != nil {
-			t.log.WithError(err).Warn("Could not clear copy-request marks")
-		}
-		for _, s := range batch {
-			if contains(unmark, aws.ToString(s.SnapshotId)) {
-				setTag(v.sourceByID(aws.ToString(s.SnapshotId)), TagCopyRequestedAt, "")
-			}
-		}
-	}
-	for _, s := range batch {
-		if id := aws.ToString(s.SnapshotId); !contains(unmark, id) {
-			setTag(v.sourceByID(id), TagCopyRequestedAt, requestedAt)
-		}
-	}
-	return queued
-}
-
-// copyRequestAllowance is how many CopySnapshot requests EC2's rate allows now, judged from the
-// backup's copies into dest: a bucket of B requests refilled at R per second is full again B/R
-// seconds after it was empty, so at least B minus the requests of the last B/R seconds are left.
-// A fresh plugin process per reconcile cannot carry a client-side bucket; the copies' start
-// times can.
-func copyRequestAllowance(v *backupView, dest string, now time.Time) int {
-	window := time.Duration(ec2api.CopySnapshotBurst/ec2api.CopySnapshotRefill) * time.Second
-	return ec2api.CopySnapshotBurst - v.copiesStartedSince(dest, now.Add(-window))
-}
-
-// recordCopy adds a copy this process just started to the cached view, so the rest of the
-// reconcile counts it.
-func (t *Tracker) recordCopy(v *backupView, dest string, src types.Snapshot, copyID string, now time.Time) {
-	if v.copies[dest] == nil {
-		v.copies[dest] = map[string][]types.Snapshot{}
-	}
-	srcID := aws.ToString(src.SnapshotId)
-	v.copies[dest][srcID] = append(v.copies[dest][srcID], types.Snapshot{
-		SnapshotId: aws.String(copyID),
-		State:      types.SnapshotStatePending,
-		Progress:   aws.String("0%"),
-		StartTime:  aws.Time(now),
-		Tags:       copyTags(src, v.region),
-	})
-}
-
-// copyInput is the CopySnapshot request for src, following the copy intent tagged on it.
-func copyInput(src types.Snapshot, sourceRegion string) *ec2.CopySnapshotInput {
-	tags := tagMap(src.Tags)
-	id := aws.ToString(src.SnapshotId)
-	in := &ec2.CopySnapshotInput{
-		SourceRegion:      aws.String(sourceRegion),
-		SourceSnapshotId:  src.SnapshotId,
-		Description:       aws.String(truncate(fmt.Sprintf("Copy of %s from %s for Velero backup %s", id, sourceRegion, tags[TagBackup]), 255)),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: copyTags(src, sourceRegion)}},
-	}
-	if k := tags[TagCopyKMSKeyID]; k != "" {
-		in.Encrypted = aws.Bool(true)
-		in.KmsKeyId = aws.String(k)
-	}
-	if m, err := strconv.Atoi(tags[TagCopyCompletionMinutes]); err == nil && m > 0 {
-		in.CompletionDurationMinutes = aws.Int32(int32(m))
-	}
-	return in
-}
-
-// setTag sets (or, with an empty value, removes) a tag on a cached snapshot.
-func setTag(s *types.Snapshot, key, value string) {
-	if s == nil {
-		return
-	}
-	kept := s.Tags[:0:0]
-	for _, t := range s.Tags {
-		if aws.ToString(t.Key) != key {
-			kept = append(kept, t)
-		}
-	}
-	if value != "" {
-		kept = append(kept, types.Tag{Key: aws.String(key), Value: aws.String(value)})
-	}
-	s.Tags = kept
 }
 
 // percent reads EC2's progress ("45%") as a number from 0 to 100.

@@ -70,6 +70,11 @@ func (f *fixture) serveTracker(copyAnswers map[string][]error) *mutations {
 	src.m.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 			m.add("CreateTags %s %s", strings.Join(in.Resources, ","), tagMap(in.Tags))
+			for _, id := range in.Resources {
+				if err := f.tagRefusals[id]; err != nil {
+					return nil, err // EC2 refuses the whole request
+				}
+			}
 			retag(in.Resources, in.Tags, false)
 			return &ec2.CreateTagsOutput{}, nil
 		})
@@ -83,6 +88,7 @@ func (f *fixture) serveTracker(copyAnswers map[string][]error) *mutations {
 		func(_ context.Context, in *ec2.CopySnapshotInput, _ ...func(*ec2.Options)) (*ec2.CopySnapshotOutput, error) {
 			id := aws.ToString(in.SourceSnapshotId)
 			m.add("CopySnapshot %s", id)
+			f.clk.Step(f.copyDelay)
 			m.mu.Lock()
 			m.copies = append(m.copies, in)
 			var err error
@@ -116,6 +122,7 @@ func volN(i int) string { return fmt.Sprintf("vol-%08x", i) }
 func backupIn(phase velerov1.BackupPhase, snapshotsCompleted int) *velerov1.Backup {
 	b := &velerov1.Backup{}
 	b.Name = backupName
+	b.UID = backupUID
 	b.Status.Phase = phase
 	b.Status.VolumeSnapshotsCompleted = snapshotsCompleted
 	return b
@@ -209,10 +216,13 @@ func TestProgress(t *testing.T) {
 		}, want: want{completed: true, n: 200, total: 200, desc: "snap-0000000c"}},
 		{name: "snapshot in error", east: []types.Snapshot{src(types.SnapshotStateError, intent, message("internal EBS failure"))},
 			want: want{completed: true, total: 200, errTxt: "snapshot snap-0000000a of volume " + volA + " in us-east-1 failed: internal EBS failure"}},
-		{name: "a good snapshot beats a failed one", east: []types.Snapshot{
-			src(types.SnapshotStateError, message("x")),
-			snapshot("snap-0000000d", volA, types.SnapshotStateCompleted, startedAt(time.Minute)),
+		{name: "the recorded snapshot, not another of its CreateSnapshot call", east: []types.Snapshot{
+			src(types.SnapshotStateError, message("x"), withTags(TagCreateToken, "t1")),
+			snapshot("snap-0000000d", volA, types.SnapshotStateCompleted, startedAt(time.Minute), withTags(TagCreateToken, "t1", TagRecorded, "true")),
 		}, want: want{completed: true, n: 100, total: 100, desc: "snap-0000000d"}, start: time.Minute},
+		{name: "two snapshots, neither marked: wait", east: []types.Snapshot{
+			src(types.SnapshotStateCompleted), snapshot("snap-0000000d", volA, types.SnapshotStateCompleted, startedAt(time.Minute)),
+		}, want: want{desc: "has 2 snapshots for this backup (snap-0000000a, snap-0000000d); waiting to learn which one Velero recorded"}},
 		{name: "copy in error", east: []types.Snapshot{done}, west: []types.Snapshot{copyOfSnap("snap-0000000b", done, types.SnapshotStateError, message("KMS key disabled"))},
 			want: want{completed: true, n: 100, total: 200, errTxt: "copy snap-0000000b of snapshot snap-0000000a to us-west-2 failed: KMS key disabled"}},
 		{name: "throttled", east: []types.Snapshot{done}, eastFails: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
@@ -326,33 +336,42 @@ func TestProgressMalformedOperationID(t *testing.T) {
 	}
 }
 
-// A definite refusal by EC2 (not throttling, 5xx or no answer) is returned.
+// A definite refusal by EC2 (not throttling, 5xx or no answer) fails the operation, naming it.
 func TestProgressDefiniteDescribeError(t *testing.T) {
 	f := newFixture(t)
 	f.src().failNext(httpErr(403, "UnauthorizedOperation"))
 	f.serveTracker(nil)
-	_, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
-	wantErr(t, err, "UnauthorizedOperation")
+	p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+	checkProgress(t, p, err, want{completed: true, errTxt: "UnauthorizedOperation"})
 }
 
 func TestProgressNotFound(t *testing.T) {
 	other := snapshot("snap-0000000f", volN(9), types.SnapshotStateCompleted)
 	waiting := velerov1.BackupPhaseWaitingForPluginOperations
+	const (
+		wait = iota
+		done
+		failed
+	)
 	tests := []struct {
 		name    string
 		listed  []types.Snapshot
 		backup  *velerov1.Backup
 		elapsed time.Duration
-		done    bool
+		outcome int
 	}{
-		{name: "backup still running", listed: []types.Snapshot{other}, backup: backupIn(velerov1.BackupPhaseInProgress, 1)},
-		{name: "every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), done: true},
+		// Core records its snapshots before it first asks for progress, during the backup run.
+		{name: "first poll during the run, every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(velerov1.BackupPhaseInProgress, 1), outcome: done},
+		{name: "every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), outcome: done},
 		{name: "partially failed, every completed snapshot listed", listed: []types.Snapshot{other},
-			backup: backupIn(velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed, 1), done: true},
-		{name: "no native snapshot at all", backup: backupIn(waiting, 0), done: true},
+			backup: backupIn(velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed, 1), outcome: done},
+		{name: "no native snapshot at all", backup: backupIn(waiting, 0), outcome: done},
 		{name: "EC2 lists fewer than Velero completed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 2)},
 		{name: "within the grace period", backup: backupIn(velerov1.BackupPhaseInProgress, 1), elapsed: 14 * time.Minute},
-		{name: "after the grace period", backup: backupIn(velerov1.BackupPhaseInProgress, 1), elapsed: 16 * time.Minute, done: true},
+		// The tracker sees none of what Velero recorded: other credentials or another account.
+		{name: "after the grace period", backup: backupIn(waiting, 1), elapsed: 16 * time.Minute, outcome: failed},
+		{name: "another backup's snapshot does not count", backup: backupIn(waiting, 1), elapsed: 16 * time.Minute, outcome: failed,
+			listed: []types.Snapshot{snapshot("snap-0000000e", volN(9), types.SnapshotStateCompleted, withTags(TagBackupUID, "uid-of-another"))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,10 +380,11 @@ func TestProgressNotFound(t *testing.T) {
 			f.serveTracker(nil)
 			f.clk.Step(tt.elapsed)
 			p, err := f.tracker().Progress(context.Background(), opID(volA), tt.backup)
-			w := want{desc: "waiting for EC2 to list the snapshot of volume " + volA + " in us-east-1"}
-			if tt.done {
-				w = want{completed: true, desc: "no native snapshot of volume " + volA + " was taken"}
-			}
+			w := map[int]want{
+				wait:   {desc: "waiting for EC2 to list the snapshot of volume " + volA + " in us-east-1"},
+				done:   {completed: true, desc: "no native snapshot of volume " + volA + " was taken"},
+				failed: {completed: true, errTxt: "Velero recorded 1 native snapshots for backup nightly, but EC2 lists 0 in us-east-1 with the default AWS credentials, none of volume " + volA},
+			}[tt.outcome]
 			checkProgress(t, p, err, w)
 		})
 	}
@@ -549,9 +569,9 @@ func TestNoAnswerAsTheSDKReportsIt(t *testing.T) {
 	t.Run("CreateSnapshot", func(t *testing.T) {
 		f := newFixture(t)
 		f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
-		f.serveCreate(sdkNoAnswer())
+		cc := f.serveCreate(sdkNoAnswer())
+		cc.madeDespite[0] = true
 		f.src().serveDescribe()
-		f.src().add(snapshot("snap-00000001", volA, types.SnapshotStatePending))
 		id, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
 		if err != nil || id != "snap-00000001" {
 			t.Errorf("got %q, %v; want the snapshot the unanswered request made", id, err)

@@ -8,35 +8,74 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
-// backupView is what EC2 holds for one backup in one source region: its snapshots by volume and
-// their copies by destination region, as described at one moment, plus what this process has
-// done since (copies requested, copies refused).
+// viewKey names one backup's view: the backup (by name and UID), the source region, and the
+// location whose credentials describe it.
+type viewKey struct{ region, backup, uid, location string }
+
+// backupView is what EC2 holds for one backup in one source region, seen with one location's
+// credentials: the snapshots tagged with the backup's name by volume, and their copies by
+// destination region, as described at one moment; plus what this process has learnt and done
+// since. It owns all of that state: only its methods change it.
 type backupView struct {
-	region, backup string
-	fetched        time.Time // when the last description succeeded
-	loadErr        error     // why the last description failed, if it did
-	loadFailed     time.Time
-	sources        map[string][]types.Snapshot            // volume ID -> snapshots of the backup
-	copies         map[string]map[string][]types.Snapshot // destination -> source ID -> copies
-	requested      map[string]time.Time                   // source ID -> when this process asked for a copy EC2 does not list yet
-	refused        map[string]string                      // source ID -> why EC2 refused to copy it
-	queued         map[string]error                       // destination -> why EC2 queued copies since the last load
+	place  Place
+	region string
+	id     backupIdentity
+	clock  clock.Clock
+
+	fetched    time.Time // when the last description succeeded
+	loadErr    error     // why the last description failed, if it did
+	loadFailed time.Time
+	sources    map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
+	copies     map[string]map[string][]types.Snapshot // destination -> source ID -> copies
+	fillSpent  time.Duration                          // time spent starting copies since the last description
+
+	requested map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
+	refused   map[string]string    // source ID -> why its copy cannot be made
+	queued    map[string]error     // destination -> why EC2 queued copies since the last description
+	claimed   map[string]bool      // source IDs an operation of this process follows
+	cancelled map[string]bool      // source IDs whose operation Velero cancelled
+	deleted   map[string]bool      // strays this process deleted
+}
+
+func newBackupView(place Place, region string, id backupIdentity, clk clock.Clock) *backupView {
+	return &backupView{
+		place: place, region: region, id: id, clock: clk,
+		requested: map[string]time.Time{}, refused: map[string]string{}, queued: map[string]error{},
+		claimed: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
+	}
+}
+
+// fresh reports whether the last description, or its failure, is younger than ttl.
+func (v *backupView) fresh(ttl time.Duration) bool {
+	if v.loadErr != nil {
+		return v.clock.Since(v.loadFailed) < ttl
+	}
+	return !v.fetched.IsZero() && v.clock.Since(v.fetched) < ttl
 }
 
 // load describes the backup's snapshots in the source region, then their copies in every region
 // the sources name: one paginated DescribeSnapshots per region.
-func (t *Tracker) load(ctx context.Context, v *backupView) error {
-	c, err := t.clients(ctx, v.region)
+func (v *backupView) load(ctx context.Context, listingLag time.Duration) error {
+	v.loadErr = v.describe(ctx, listingLag)
+	if v.loadErr != nil {
+		v.loadFailed = v.clock.Now()
+	}
+	return v.loadErr
+}
+
+func (v *backupView) describe(ctx context.Context, listingLag time.Duration) error {
+	c, err := v.place.Clients(ctx, v.region)
 	if err != nil {
 		return err
 	}
-	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagBackup, v.backup)}, ec2api.FewAttempts)
+	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagBackup, v.id.name)}, ec2api.Bounded)
 	if err != nil {
-		return fmt.Errorf("describing the snapshots of backup %s in %s: %w", v.backup, v.region, err)
+		return fmt.Errorf("describing the snapshots of backup %s in %s %s: %w", v.id.name, v.region, v.place.where(), err)
 	}
 	sources := map[string][]types.Snapshot{}
 	destinations := map[string]bool{}
@@ -53,13 +92,13 @@ func (t *Tracker) load(ctx context.Context, v *backupView) error {
 	}
 	copies := map[string]map[string][]types.Snapshot{}
 	for d := range destinations {
-		dc, err := t.clients(ctx, d)
+		dc, err := v.place.Clients(ctx, d)
 		if err != nil {
 			return err
 		}
-		found, err := describeSnapshots(ctx, dc, []types.Filter{tagFilter(TagBackup, v.backup), tagFilter(TagSourceRegion, v.region)}, ec2api.FewAttempts)
+		found, err := describeSnapshots(ctx, dc, []types.Filter{tagFilter(TagBackup, v.id.name), tagFilter(TagSourceRegion, v.region)}, ec2api.Bounded)
 		if err != nil {
-			return fmt.Errorf("describing the copies of backup %s in %s: %w", v.backup, d, err)
+			return fmt.Errorf("describing the copies of backup %s in %s %s: %w", v.id.name, d, v.place.where(), err)
 		}
 		copies[d] = map[string][]types.Snapshot{}
 		for _, cp := range found {
@@ -67,20 +106,36 @@ func (t *Tracker) load(ctx context.Context, v *backupView) error {
 			copies[d][src] = append(copies[d][src], cp)
 		}
 	}
-	v.sources, v.copies, v.fetched = sources, copies, t.clock.Now()
+	v.sources, v.copies, v.fetched, v.fillSpent = sources, copies, v.clock.Now(), 0
 	v.queued = map[string]error{}
 	for id, at := range v.requested {
-		if v.copyOf(id) != nil || v.fetched.Sub(at) >= t.listingLag {
+		if v.copyOf(id) != nil || v.fetched.Sub(at) >= listingLag {
 			delete(v.requested, id)
 		}
 	}
 	return nil
 }
 
-// source returns the volume's snapshot for the backup: the earliest that did not fail, else
-// the earliest.
-func (v *backupView) source(volumeID string) *types.Snapshot {
-	return preferred(v.sources[volumeID], types.SnapshotStateError)
+// resolveOp finds the snapshot op follows among the volume's, and claims it for copying.
+func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
+	res := resolve(candidates(v.sources[op.VolumeID], op, v.id, window), op.Issued)
+	if res.source != nil {
+		v.claimed[aws.ToString(res.source.SnapshotId)] = true
+	}
+	return res
+}
+
+// owned counts the snapshots of the backup this view lists, over every volume.
+func (v *backupView) owned() int {
+	n := 0
+	for _, ss := range v.sources {
+		for i := range ss {
+			if v.id.owns(&ss[i]) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // copyOf returns a source's copy in its destination: a completed one, else a pending one, else
@@ -161,20 +216,38 @@ func (v *backupView) sourceByID(id string) *types.Snapshot {
 	return nil
 }
 
-// awaitingCopy returns the completed sources bound for dest that have no copy, were not
-// refused, and were not asked for within lag (by this process, or by any, per the source's
-// copy-requested-at tag), oldest first.
+// copyable reports whether this process may start s's copy: s is the snapshot an operation
+// follows (claimed by it, or the only one of its PV carrying the backup's UID), and nothing
+// rules its copy out.
+func (v *backupView) copyable(s *types.Snapshot, now time.Time, lag time.Duration) bool {
+	id := aws.ToString(s.SnapshotId)
+	tags := tagMap(s.Tags)
+	if s.State != types.SnapshotStateCompleted || v.copyOf(id) != nil || v.refused[id] != "" || v.cancelled[id] ||
+		tags[TagCopyCancelled] != "" || tags[TagDeletionRequestedAt] != "" || v.recentlyRequested(s, now, lag) {
+		return false
+	}
+	return v.claimed[id] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s)
+}
+
+// onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
+// backup's UID, or the one of them marked recorded.
+func (v *backupView) onlyTaggedOfItsPV(s *types.Snapshot) bool {
+	pvName := tagMap(s.Tags)[TagPV]
+	res := resolve(candidates(v.sources[aws.ToString(s.VolumeId)], Operation{PV: pvName}, v.id, 0), time.Time{})
+	return res.source != nil && aws.ToString(res.source.SnapshotId) == aws.ToString(s.SnapshotId)
+}
+
+// awaitingCopy returns the sources bound for dest whose copy this process may start, oldest
+// first.
 func (v *backupView) awaitingCopy(dest string, now time.Time, lag time.Duration) []types.Snapshot {
 	var out []types.Snapshot
-	for vol := range v.sources {
-		s := v.source(vol)
-		id := aws.ToString(s.SnapshotId)
-		tags := tagMap(s.Tags)
-		if s.State != types.SnapshotStateCompleted || tags[TagCopyToRegion] != dest ||
-			v.copyOf(id) != nil || v.refused[id] != "" || v.recentlyRequested(s, now, lag) {
-			continue
+	for _, ss := range v.sources {
+		for i := range ss {
+			s := &ss[i]
+			if tagMap(s.Tags)[TagCopyToRegion] == dest && v.copyable(s, now, lag) {
+				out = append(out, *s)
+			}
 		}
-		out = append(out, *s)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		ti, tj := aws.ToTime(out[i].StartTime), aws.ToTime(out[j].StartTime)
@@ -194,3 +267,48 @@ func (v *backupView) recentlyRequested(s *types.Snapshot, now time.Time, lag tim
 	at, err := time.Parse(time.RFC3339, tagMap(s.Tags)[TagCopyRequestedAt])
 	return err == nil && now.Sub(at) < lag
 }
+
+// setTag sets (or, with an empty value, removes) a tag on the cached sources with these IDs,
+// as EC2 now holds it.
+func (v *backupView) setTag(ids []string, key, value string) {
+	for _, id := range ids {
+		setTag(v.sourceByID(id), key, value)
+	}
+}
+
+// recordCopy adds a copy this process just started to the cached view, so the rest of the
+// reconcile counts it.
+func (v *backupView) recordCopy(dest string, src types.Snapshot, copyID string, now time.Time) {
+	if v.copies[dest] == nil {
+		v.copies[dest] = map[string][]types.Snapshot{}
+	}
+	srcID := aws.ToString(src.SnapshotId)
+	v.copies[dest][srcID] = append(v.copies[dest][srcID], types.Snapshot{
+		SnapshotId: aws.String(copyID),
+		State:      types.SnapshotStatePending,
+		Progress:   aws.String("0%"),
+		StartTime:  aws.Time(now),
+		Tags:       copyTags(src, v.region),
+	})
+}
+
+// markRequested records a copy request whose outcome is unknown.
+func (v *backupView) markRequested(id string, at time.Time) { v.requested[id] = at }
+
+// refuse records why a source's copy cannot be made; its operation fails with it.
+func (v *backupView) refuse(id, why string) { v.refused[id] = why }
+
+// queue records that EC2 queued copies into dest; no copy is asked for until the next description.
+func (v *backupView) queue(dest string, why error) { v.queued[dest] = why }
+
+// cancel records that the operation following id was cancelled.
+func (v *backupView) cancel(id string) { v.cancelled[id] = true }
+
+// forgetStray records that a stray snapshot was deleted.
+func (v *backupView) forgetStray(id string) { v.deleted[id] = true }
+
+// spend adds time spent starting copies to this description's budget.
+func (v *backupView) spend(d time.Duration) { v.fillSpent += d }
+
+// fillTimeLeft is how much of this description's budget for starting copies is left.
+func (v *backupView) fillTimeLeft() time.Duration { return fillBudget - v.fillSpent }

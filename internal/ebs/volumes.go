@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -25,8 +26,10 @@ type VolumeWatcher struct {
 	settings
 
 	mu    sync.Mutex
-	views map[viewKey]*volumeView
+	views map[volumeViewKey]*volumeView
 }
+
+type volumeViewKey struct{ region, backup, location string }
 
 type volumeView struct {
 	fetched time.Time
@@ -35,12 +38,13 @@ type volumeView struct {
 
 // NewVolumeWatcher returns a VolumeWatcher that reaches EC2 through clients.
 func NewVolumeWatcher(clients ec2api.Regional, opts ...Option) *VolumeWatcher {
-	return &VolumeWatcher{clients: clients, settings: newSettings(opts), views: map[viewKey]*volumeView{}}
+	return &VolumeWatcher{clients: clients, settings: newSettings(opts), views: map[volumeViewKey]*volumeView{}}
 }
 
-// Progress reports a restored volume of a restore from backup. As for snapshots, EC2 being slow
-// or failing never fails the operation.
-func (w *VolumeWatcher) Progress(ctx context.Context, operationID, backup string) (velero.OperationProgress, error) {
+// Progress reports a restored volume of a restore. As for snapshots, EC2 being slow or failing
+// never fails the operation. The volume is looked for with the credentials of the restore's
+// locations (WithLocator), in order, until one lists it.
+func (w *VolumeWatcher) Progress(ctx context.Context, operationID string, restore *velerov1.Restore) (velero.OperationProgress, error) {
 	op, err := ParseVolumeOperationID(operationID)
 	if err != nil {
 		return velero.OperationProgress{}, err
@@ -49,7 +53,21 @@ func (w *VolumeWatcher) Progress(ctx context.Context, operationID, backup string
 	defer w.mu.Unlock()
 	now := w.clock.Now()
 	p := velero.OperationProgress{Updated: now, NTotal: 1, OperationUnits: volumeUnits}
-	vol, found, err := w.volume(ctx, op.Region, backup, op.VolumeID)
+	places := fixedPlace(w.clients)
+	if w.locator != nil {
+		if places, err = w.locator.RestorePlaces(ctx, restore, op.Region); err != nil {
+			p.Completed = true
+			p.Err = err.Error()
+			return p, nil
+		}
+	}
+	var vol types.Volume
+	var found bool
+	for _, pl := range places {
+		if vol, found, err = w.volume(ctx, pl, op.Region, restore.Spec.BackupName, op.VolumeID); found || err != nil {
+			break
+		}
+	}
 	switch {
 	case err != nil && ec2api.IsTransient(err):
 		p.Description = "waiting for EC2: " + err.Error()
@@ -82,15 +100,15 @@ func (w *VolumeWatcher) Progress(ctx context.Context, operationID, backup string
 
 // volume returns a restored volume: from the backup's volumes in region, described at most once
 // per cache lifetime, else on its own (a volume restored from an untagged snapshot).
-func (w *VolumeWatcher) volume(ctx context.Context, region, backup, volumeID string) (types.Volume, bool, error) {
-	c, err := w.clients(ctx, region)
+func (w *VolumeWatcher) volume(ctx context.Context, place Place, region, backup, volumeID string) (types.Volume, bool, error) {
+	c, err := place.Clients(ctx, region)
 	if err != nil {
 		return types.Volume{}, false, err
 	}
-	key := viewKey{region, backup}
+	key := volumeViewKey{region, backup, place.Location}
 	v, ok := w.views[key]
 	if !ok || w.clock.Since(v.fetched) >= w.cacheTTL {
-		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}}, ec2api.FewAttempts)
+		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}}, ec2api.Bounded)
 		if err != nil {
 			return types.Volume{}, false, fmt.Errorf("describing the volumes restored from backup %s in %s: %w", backup, region, err)
 		}
@@ -103,7 +121,7 @@ func (w *VolumeWatcher) volume(ctx context.Context, region, backup, volumeID str
 	if vol, ok := v.volumes[volumeID]; ok {
 		return vol, true, nil
 	}
-	vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}}, ec2api.FewAttempts)
+	vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}}, ec2api.Bounded)
 	if ec2api.IsNotFound(err) || err == nil && len(vols) == 0 {
 		return types.Volume{}, false, nil
 	}

@@ -2,6 +2,7 @@ package ebs
 
 import (
 	"context"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func TestVolumeWatcherProgress(t *testing.T) {
 			if id == "" {
 				id = op
 			}
-			p, err := NewVolumeWatcher(f.clients(), f.opts()...).Progress(context.Background(), id, backupName)
+			p, err := NewVolumeWatcher(f.clients(), f.opts()...).Progress(context.Background(), id, restoreOf(backupName))
 			if len(tt.wantErr) > 0 {
 				wantErr(t, err, tt.wantErr...)
 				return
@@ -109,10 +110,17 @@ func TestVolumeWatcherDescribesOncePerCacheLifetime(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		for _, v := range vols {
 			op := VolumeOperation{Operation{Region: dstRegion, VolumeID: aws.ToString(v.VolumeId), Issued: t0}}.String()
-			if _, err := w.Progress(context.Background(), op, backupName); err != nil {
+			if _, err := w.Progress(context.Background(), op, restoreOf(backupName)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		f.clk.Step(5 * time.Second)
 	}
+}
+
+// restoreOf is a restore from the named backup.
+func restoreOf(backup string) *velerov1.Restore {
+	r := &velerov1.Restore{}
+	r.Spec.BackupName = backup
+	return r
 }

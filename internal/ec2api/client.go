@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
@@ -59,6 +60,9 @@ func (f *Factory) Client(ctx context.Context, region string, creds Credentials) 
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS config for region %s: %w", region, err)
 	}
+	if cfg.Credentials != nil {
+		cfg.Credentials = aws.NewCredentialsCache(markCredentialFailures{cfg.Credentials})
+	}
 	limiter := newRequestLimiter()
 	c := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
 		o.APIOptions = append(o.APIOptions, limiter.addTo)
@@ -75,4 +79,17 @@ func (f *Factory) ForCredentials(creds Credentials) Regional {
 	return func(ctx context.Context, region string) (EC2, error) {
 		return f.Client(ctx, region, creds)
 	}
+}
+
+// markCredentialFailures wraps every error of a credentials provider (STS, web identity / IRSA,
+// EKS Pod Identity, container and instance-metadata credentials) in a CredentialsError, so that
+// callers can tell "no credentials yet" from EC2's own answers.
+type markCredentialFailures struct{ aws.CredentialsProvider }
+
+func (p markCredentialFailures) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := p.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return c, &CredentialsError{Err: err}
+	}
+	return c, nil
 }

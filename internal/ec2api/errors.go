@@ -24,8 +24,12 @@ const (
 	CodeUnauthorized                          = "UnauthorizedOperation"
 )
 
-// Code returns the EC2 error code carried by err, or "" when err is not an API error.
+// Code returns the EC2 error code carried by err, or "" when err is not an API error of EC2
+// (a failure to obtain credentials carries STS's or the identity provider's code, not EC2's).
 func Code(err error) string {
+	if IsCredentialsFailure(err) {
+		return ""
+	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.ErrorCode()
@@ -53,7 +57,7 @@ func IsNotFound(err error) bool {
 // than throttling. A definite refusal (a 4xx answer, throttling) is not ambiguous, and neither is
 // a failure before anything was sent (invalid parameters, no credentials, presigning).
 func IsAmbiguous(err error) bool {
-	if err == nil || IsThrottle(err) {
+	if err == nil || IsThrottle(err) || IsCredentialsFailure(err) {
 		return false
 	}
 	var resp *awshttp.ResponseError
@@ -69,13 +73,29 @@ func IsAmbiguous(err error) bool {
 }
 
 // IsTransient reports whether err is worth another try later: throttling, a request that may
-// or may not have worked, or a failure that is not EC2's answer at all (credentials not
-// reachable yet, for example). EC2's definite refusals and invalid parameters are not.
+// or may not have worked, a failure to obtain credentials (whatever STS, the identity provider
+// or the metadata service answered: a new role's trust policy propagating, an identity
+// provider that is down), or a failure that is not EC2's answer at all. EC2's definite refusals and invalid parameters are not.
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
 	}
 	var apiErr smithy.APIError
 	var invalid *smithy.InvalidParamsError
-	return IsThrottle(err) || IsAmbiguous(err) || !errors.As(err, &apiErr) && !errors.As(err, &invalid)
+	return IsCredentialsFailure(err) || IsThrottle(err) || IsAmbiguous(err) || !errors.As(err, &apiErr) && !errors.As(err, &invalid)
+}
+
+// CredentialsError is a failure to obtain AWS credentials: nothing was sent to EC2.
+type CredentialsError struct{ Err error }
+
+func (e *CredentialsError) Error() string { return "obtaining AWS credentials: " + e.Err.Error() }
+
+// Unwrap returns the credential provider's error.
+func (e *CredentialsError) Unwrap() error { return e.Err }
+
+// IsCredentialsFailure reports whether err is a failure to obtain credentials, which is never
+// EC2's answer and never ambiguous: no request went out.
+func IsCredentialsFailure(err error) bool {
+	var c *CredentialsError
+	return errors.As(err, &c)
 }

@@ -16,7 +16,9 @@ import (
 const (
 	maxAttempts = 20
 	maxBackoff  = 30 * time.Second
-	fewAttempts = 3
+	// boundedAttempts and boundedBackoff bound one request on Velero's serial paths (Bounded).
+	boundedAttempts = 3
+	boundedBackoff  = time.Second
 )
 
 // newRetryer returns the SDK's adaptive retry mode: exponential backoff plus a client-side
@@ -51,10 +53,16 @@ func (r throttlingOnly) GetAttemptToken(ctx context.Context) (func(error) error,
 	return r.Retryer.GetInitialToken(), nil
 }
 
-// FewAttempts is a per-call option for calls on Velero's serial paths (Progress): Velero polls
-// every operation of a backup one after another, so a call must not wait out a throttling storm
-// inside one reconcile. After a few seconds of throttling it returns, and the caller reports it
-// and tries again at the next reconcile.
-func FewAttempts(o *ec2.Options) {
-	o.RetryMaxAttempts = fewAttempts
+// Bounded is a per-call option for calls on Velero's serial paths (Progress, Cancel): Velero
+// polls every operation one after another, so no call may wait out a throttling storm there.
+// It retries at most boundedAttempts times with at most boundedBackoff between attempts, and
+// without the adaptive client-side rate, which would pace each attempt at EC2's rate. The
+// plugin reports what is left and tries again at the next poll. Put it before
+// RetryThrottlingOnly, which narrows whatever retryer it finds.
+func Bounded(o *ec2.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = boundedAttempts
+		so.MaxBackoff = boundedBackoff
+		so.RateLimiter = ratelimit.None
+	})
 }

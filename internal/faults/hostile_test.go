@@ -39,10 +39,11 @@ func newAdapters(t *testing.T) *adapters {
 	log.SetLevel(logrus.PanicLevel)
 	clients := ec2api.NewFactory()
 	defaults := clients.ForCredentials(ec2api.Credentials{})
+	handoff := ebs.NewHandoff(clock.RealClock{})
 	return &adapters{
 		sim: srv.Sim,
-		vs:  plugin.NewVolumeSnapshotter(clients, log),
-		bia: plugin.NewSnapshotProgressAction(ebs.NewTracker(defaults, ebs.WithLogger(log)), clock.RealClock{}, log),
+		vs:  plugin.NewVolumeSnapshotter(clients, handoff, log),
+		bia: plugin.NewSnapshotProgressAction(ebs.NewTracker(defaults, ebs.WithLogger(log)), handoff, clock.RealClock{}, log),
 		ria: plugin.NewVolumeRestoreAction(ebs.NewVolumeWatcher(defaults, ebs.WithLogger(log)), clock.RealClock{}, log),
 	}
 }
@@ -275,7 +276,7 @@ func TestHostileLocationConfig(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			noPanic(t, "Init", func() {
-				vs := plugin.NewVolumeSnapshotter(ec2api.NewFactory(), logrus.New())
+				vs := plugin.NewVolumeSnapshotter(ec2api.NewFactory(), nil, logrus.New())
 				checkErr(t, fmt.Sprintf("Init(%v)", tc.config), vs.Init(tc.config), tc.wantErr)
 			})
 		})

@@ -14,7 +14,7 @@ import (
 	corev1api "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // Namespace is the Velero namespace of the harness's backups and restores.
@@ -84,8 +84,9 @@ func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, er
 	}
 	start := time.Now()
 	backup := &velerov1api.Backup{
-		TypeMeta:   metav1.TypeMeta{APIVersion: velerov1api.SchemeGroupVersion.String(), Kind: "Backup"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: req.Name, Labels: req.Labels, UID: types.UID("uid-" + req.Name)},
+		TypeMeta: metav1.TypeMeta{APIVersion: velerov1api.SchemeGroupVersion.String(), Kind: "Backup"},
+		// Kubernetes gives every object a UID of its own: two backups of one name never share one.
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: req.Name, Labels: req.Labels, UID: uuid.NewUUID()},
 		Spec: velerov1api.BackupSpec{
 			VolumeSnapshotLocations: []string{req.Location.Name},
 			ItemOperationTimeout:    metav1.Duration{Duration: timeout},

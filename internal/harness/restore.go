@@ -10,7 +10,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // RestoreRequest restores a backup's PVs from their snapshots.
@@ -61,7 +61,7 @@ func (c *Core) Restore(ctx context.Context, req RestoreRequest) (*RestoreResult,
 	start := time.Now()
 	restore := &velerov1api.Restore{
 		TypeMeta:   metav1.TypeMeta{APIVersion: velerov1api.SchemeGroupVersion.String(), Kind: "Restore"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: req.Name, UID: types.UID("uid-" + req.Name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: req.Name, UID: uuid.NewUUID()},
 		Spec: velerov1api.RestoreSpec{
 			BackupName:           req.Backup.Backup.Name,
 			ItemOperationTimeout: metav1.Duration{Duration: timeout},

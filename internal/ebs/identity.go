@@ -1,0 +1,118 @@
+package ebs
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+)
+
+// backupIdentity is what tells this install's backup from another of the same name: another
+// cluster's, or an earlier one whose snapshots are still in the account.
+type backupIdentity struct {
+	name, uid string
+	// started is when core started the backup; zero when unknown.
+	started time.Time
+}
+
+func identityOf(b *velerov1.Backup) backupIdentity {
+	id := backupIdentity{name: b.Name, uid: string(b.UID)}
+	if b.Status.StartTimestamp != nil {
+		id.started = b.Status.StartTimestamp.Time
+	}
+	return id
+}
+
+// owns reports whether s can be a snapshot of this backup: tagged with its UID, or with no UID
+// and started after the backup (less the clock-skew margin). A snapshot tagged with another
+// UID never is.
+func (id backupIdentity) owns(s *types.Snapshot) bool {
+	uid, tagged := tagMap(s.Tags)[TagBackupUID]
+	if tagged && id.uid != "" {
+		return uid == id.uid
+	}
+	return id.started.IsZero() || !aws.ToTime(s.StartTime).Before(id.started.Add(-clockSkew))
+}
+
+// hasUID reports whether s carries this backup's UID: certain evidence that it is this backup's.
+func (id backupIdentity) hasUID(s *types.Snapshot) bool {
+	return id.uid != "" && tagMap(s.Tags)[TagBackupUID] == id.uid
+}
+
+// resolution is which of a volume's snapshots an operation follows.
+type resolution struct {
+	// source is the snapshot Velero recorded; nil when none can be told.
+	source *types.Snapshot
+	// strays are other snapshots the same CreateSnapshot call made: the plugin's own, to delete.
+	strays []types.Snapshot
+	// ambiguous lists the snapshots that could each be the recorded one, when there are several.
+	ambiguous []types.Snapshot
+}
+
+// candidates are the sources of the volume that could be the snapshot of op: of the op's PV
+// (when the op names it), owned by the backup, and, without this backup's UID, started within
+// the window of the operation. Those carrying the backup's UID, when there are any, are the
+// only candidates.
+func candidates(sources []types.Snapshot, op Operation, id backupIdentity, window time.Duration) []types.Snapshot {
+	var tagged, timed []types.Snapshot
+	for i := range sources {
+		s := &sources[i]
+		tags := tagMap(s.Tags)
+		if op.PV != "" && tags[TagPV] != op.PV || !id.owns(s) {
+			continue
+		}
+		if id.hasUID(s) {
+			tagged = append(tagged, *s)
+			continue
+		}
+		start := aws.ToTime(s.StartTime)
+		if start.Before(op.Issued.Add(-clockSkew)) || start.After(op.Issued.Add(window)) {
+			continue
+		}
+		timed = append(timed, *s)
+	}
+	if len(tagged) > 0 {
+		return tagged
+	}
+	return timed
+}
+
+// resolve picks the recorded snapshot among candidates: the only one; else the one marked
+// recorded (the others of its CreateSnapshot call are strays); else the only one started after
+// the operation was opened (the others are older snapshots of a backup of the same name).
+// Anything else is ambiguous: the plugin cannot tell which one Velero holds.
+func resolve(cands []types.Snapshot, issued time.Time) resolution {
+	switch len(cands) {
+	case 0:
+		return resolution{}
+	case 1:
+		return resolution{source: &cands[0]}
+	}
+	var marked, after []int
+	for i := range cands {
+		if tagMap(cands[i].Tags)[TagRecorded] != "" {
+			marked = append(marked, i)
+		}
+		if !aws.ToTime(cands[i].StartTime).Before(issued) {
+			after = append(after, i)
+		}
+	}
+	var chosen int
+	switch {
+	case len(marked) == 1:
+		chosen = marked[0]
+	case len(marked) == 0 && len(after) == 1:
+		chosen = after[0]
+	default:
+		return resolution{ambiguous: cands}
+	}
+	res := resolution{source: &cands[chosen]}
+	token := tagMap(cands[chosen].Tags)[TagCreateToken]
+	for i := range cands {
+		if i != chosen && token != "" && tagMap(cands[i].Tags)[TagCreateToken] == token {
+			res.strays = append(res.strays, cands[i])
+		}
+	}
+	return res
+}

@@ -1,0 +1,231 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+// pvOp is the v2 operation of volume vol's PV pv, opened at t0.
+func pvOp(vol, pv string) string {
+	return Operation{Region: srcRegion, VolumeID: vol, Issued: t0, PV: pv}.String()
+}
+
+// withoutUID removes the backup-UID tag: a snapshot whose CreateSnapshot did not learn it.
+func withoutUID() snapOpt { return withTags(TagBackupUID, "") }
+
+// Each operation follows exactly the snapshot Velero recorded, whatever else in the account is
+// tagged with the backup's name.
+func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
+	started := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1)
+	started.Status.StartTimestamp = &metav1.Time{Time: t0}
+	old := snapshot("snap-0000001d", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1"), startedAt(-24*time.Hour), withTags(TagBackupUID, "uid-of-an-earlier-backup"))
+	oldCopy := copyOfSnap("snap-0000001c", old, types.SnapshotStateCompleted)
+	tests := []struct {
+		name       string
+		op         string
+		backup     *velerov1.Backup
+		east, west []types.Snapshot
+		want       want
+		wantCopies []string // sources copied
+		wantGone   []string // snapshots deleted in the source region
+	}{
+		{name: "an earlier backup of the same name, with its copy", op: pvOp(volA, "pv-1"), backup: started,
+			east: []types.Snapshot{old, snapshot("snap-0000000a", volA, types.SnapshotStatePending, toDest(TagPV, "pv-1"), progress("40%"))},
+			west: []types.Snapshot{oldCopy},
+			want: want{n: 40, total: 200, desc: "snapshot snap-0000000a in us-east-1: 40%"}},
+		{name: "an earlier backup of the same name, neither tagged with a UID", op: pvOp(volA, "pv-1"), backup: started,
+			east: []types.Snapshot{
+				snapshot("snap-0000001d", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1"), startedAt(-10*time.Minute), withoutUID()),
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1"), startedAt(2*time.Second), withoutUID()),
+			},
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2: 0%"}, wantCopies: []string{"snap-0000000a"}},
+		{name: "another install's backup of the same name at the same time", op: pvOp(volA, "pv-1"), backup: started,
+			east: []types.Snapshot{
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1")),
+				snapshot("snap-0000000f", volN(7), types.SnapshotStateCompleted, toDest(TagPV, "pv-1"), withTags(TagBackupUID, "uid-of-another-cluster")),
+			},
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2: 0%"}, wantCopies: []string{"snap-0000000a"}},
+		{name: "two PVs on one EBS volume", op: pvOp(volA, "pv-2"), backup: started,
+			east: []types.Snapshot{
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-1")),
+				snapshot("snap-0000000b", volA, types.SnapshotStatePending, withTags(TagPV, "pv-2"), progress("10%")),
+			},
+			want: want{n: 10, total: 100, desc: "snapshot snap-0000000b in us-east-1: 10%"}},
+		{name: "another snapshot of the same CreateSnapshot call is deleted", op: pvOp(volA, "pv-1"), backup: started,
+			east: []types.Snapshot{
+				snapshot("snap-0000000e", volA, types.SnapshotStatePending, toDest(TagPV, "pv-1", TagCreateToken, "t1")),
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1", TagCreateToken, "t1", TagRecorded, "true"), startedAt(time.Minute)),
+			},
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2: 0%"}, wantCopies: []string{"snap-0000000a"}, wantGone: []string{"snap-0000000e"}},
+		{name: "an operation of the previous release (v1 ID, no PV)", op: opID(volA), backup: started,
+			east: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-1"), withoutUID())},
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		{name: "an operation of the previous release ignores an older backup's snapshot", op: opID(volA), backup: started,
+			east: []types.Snapshot{snapshot("snap-0000001d", volA, types.SnapshotStateCompleted, startedAt(-time.Hour), withoutUID())},
+			want: want{desc: "waiting for EC2 to list the snapshot"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.east...)
+			f.dst().add(tt.west...)
+			m := f.serveTracker(nil)
+			p, err := f.tracker().Progress(context.Background(), tt.op, tt.backup)
+			checkProgress(t, p, err, tt.want)
+			var copied []string
+			for _, in := range m.copies {
+				copied = append(copied, *in.SourceSnapshotId)
+			}
+			if fmt.Sprint(copied) != fmt.Sprint(tt.wantCopies) && len(copied)+len(tt.wantCopies) > 0 {
+				t.Errorf("copied %v, want %v", copied, tt.wantCopies)
+			}
+			if fmt.Sprint(f.src().deleted) != fmt.Sprint(tt.wantGone) && len(f.src().deleted)+len(tt.wantGone) > 0 {
+				t.Errorf("deleted %v, want %v", f.src().deleted, tt.wantGone)
+			}
+		})
+	}
+}
+
+// One source EC2 will not tag (another tool filled its 50 tags) fails only its own operation:
+// the other 29 are marked and copied in the same reconcile.
+func TestProgressOneUntaggableSourceHoldsUpNoOther(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 30; i++ {
+		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Second)))
+	}
+	f.tagRefusals = map[string]error{"snap-00000003": httpErr(400, "TagLimitExceeded")}
+	m := f.serveTracker(nil)
+	tr := f.tracker()
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 30)
+	for i := 0; i < 30; i++ {
+		p, err := tr.Progress(context.Background(), opID(volN(i)), backup)
+		switch i {
+		case 3:
+			checkProgress(t, p, err, want{completed: true, n: 100, total: 200, errTxt: "marking snapshot snap-00000003 for its copy to us-west-2 refused"})
+		default:
+			checkProgress(t, p, err, want{n: 100, total: 200})
+		}
+	}
+	if n := m.count("CopySnapshot"); n != 20 {
+		t.Errorf("%d copies started, want the 20 slots filled by the other sources", n)
+	}
+	for _, in := range m.copies {
+		if *in.SourceSnapshotId == "snap-00000003" {
+			t.Errorf("the untaggable source was copied")
+		}
+	}
+}
+
+// Velero's item-operation timeout cancels an operation: its pending copy is deleted, and no later
+// Progress call, in this process or a fresh one, starts it again.
+func TestCancelIsFinal(t *testing.T) {
+	f := newFixture(t)
+	a := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	b := snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, toDest(), startedAt(time.Second))
+	f.src().add(a, b)
+	f.dst().add(copyOfSnap("snap-0000000c", a, types.SnapshotStatePending))
+	m := f.serveTracker(nil)
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 2)
+	if err := f.tracker().Cancel(context.Background(), opID(volA), backup); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(f.dst().deleted) != "[snap-0000000c]" {
+		t.Fatalf("deleted %v in %s, want the pending copy", f.dst().deleted, dstRegion)
+	}
+	f.clk.Step(time.Hour) // far beyond the listing lag
+	if _, err := f.tracker().Progress(context.Background(), opID(volN(2)), backup); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range m.copies {
+		if *in.SourceSnapshotId == "snap-0000000a" {
+			t.Errorf("the cancelled operation's copy was started again")
+		}
+	}
+	if m.count("CopySnapshot") != 1 {
+		t.Errorf("%d copies, want only the other operation's", m.count("CopySnapshot"))
+	}
+}
+
+// A source whose deletion has begun is not copied, whether the deletion's mark is seen in the
+// description or only in the re-read after marking the batch.
+func TestProgressCopiesNoSourceBeingDeleted(t *testing.T) {
+	for _, seen := range []string{"in the description", "after marking"} {
+		t.Run(seen, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest()))
+			if seen == "in the description" {
+				f.src().snaps[0].Tags = append(f.src().snaps[0].Tags, tagOf(TagDeletionRequestedAt, t0.Format(time.RFC3339)))
+			} else {
+				f.src().beforeDescribe = func(n int) {
+					if n == 1 { // the deletion marks the source between the tracker's two reads
+						setTag(&f.src().snaps[0], TagDeletionRequestedAt, t0.Format(time.RFC3339))
+					}
+				}
+			}
+			m := f.serveTracker(nil)
+			p, err := f.tracker().Progress(context.Background(), opID(volA), backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1))
+			checkProgress(t, p, err, want{n: 100, total: 200, desc: "is being deleted with its backup"})
+			if m.count("CopySnapshot") != 0 {
+				t.Errorf("a source being deleted was copied")
+			}
+		})
+	}
+}
+
+// Credentials that cannot be had (the identity provider down, a new role's trust policy not yet
+// in effect) keep the operation waiting; they never fail it.
+func TestProgressCredentialFailureIsTransient(t *testing.T) {
+	for _, code := range []string{"IDPCommunicationError", "InvalidIdentityToken", "AccessDenied"} {
+		t.Run(code, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted))
+			f.src().failNext(fmt.Errorf("operation error EC2: DescribeSnapshots, get identity: %w", &ec2api.CredentialsError{Err: httpErr(400, code)}))
+			f.serveTracker(nil)
+			p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+			checkProgress(t, p, err, want{desc: "waiting for EC2: describing the snapshots"})
+			if !strings.Contains(p.Description, code) {
+				t.Errorf("description %q does not name %s", p.Description, code)
+			}
+		})
+	}
+}
+
+// At any request rate one description spends at most its fill budget starting copies, checked
+// between requests; the rest waits for the next description.
+func TestProgressFillBudget(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 20; i++ {
+		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Second)))
+	}
+	f.copyDelay = time.Second // each CopySnapshot waits a second for EC2's pace
+	m := f.serveTracker(nil)
+	tr := f.tracker(WithCacheTTL(time.Minute))
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 20)
+	start := f.clk.Now()
+	for i := 0; i < 20; i++ {
+		if _, err := tr.Progress(context.Background(), opID(volN(i)), backup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if spent := f.clk.Since(start); spent > fillBudget+time.Second {
+		t.Errorf("one reconcile spent %s in CopySnapshot, want at most the %s budget and the request in flight", spent, fillBudget)
+	}
+	if n := m.count("CopySnapshot"); n != int(fillBudget/time.Second) {
+		t.Errorf("%d copies started, want %d", n, int(fillBudget/time.Second))
+	}
+	if m.count("DeleteTags") == 0 {
+		t.Errorf("the sources left for later keep their copy-requested mark")
+	}
+}
+
+func tagOf(k, v string) types.Tag { t := types.Tag{}; t.Key, t.Value = &k, &v; return t }
+

@@ -1,0 +1,78 @@
+package ebs
+
+import (
+	"context"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+)
+
+// Place is where an operation's snapshots or volumes may be: a VolumeSnapshotLocation and the
+// EC2 clients of its credentials.
+type Place struct {
+	// Location is the VolumeSnapshotLocation's name; "" when no location could be read.
+	Location string
+	// Clients reach EC2 with the location's credentials.
+	Clients ec2api.Regional
+	// Note says why the default credential chain is used, when it is.
+	Note string
+}
+
+// Locator finds the places where a backup's (or a restore's) operation in region may have its
+// snapshots or volumes: the locations Velero used for it, in order of preference.
+type Locator interface {
+	BackupPlaces(ctx context.Context, backup *velerov1.Backup, region string) ([]Place, error)
+	RestorePlaces(ctx context.Context, restore *velerov1.Restore, region string) ([]Place, error)
+}
+
+// fixedPlace is the one place of a Tracker or VolumeWatcher made without a Locator.
+func fixedPlace(clients ec2api.Regional) []Place { return []Place{{Clients: clients}} }
+
+// where names a place for messages: "with the credentials of location X", or nothing.
+func (p Place) where() string {
+	if p.Location == "" {
+		return "with the default AWS credentials"
+	}
+	return "with the credentials of location " + p.Location
+}
+
+// locationResolver is the part of location.Resolver a Locator uses.
+type locationResolver interface {
+	ForBackup(ctx context.Context, backup *velerov1.Backup, region string) (location.Choice, error)
+	ForRestore(ctx context.Context, restore *velerov1.Restore, region string) (location.Choice, error)
+}
+
+// resolvedLocator finds places through the VolumeSnapshotLocations a resolver reads from the
+// Kubernetes API, with EC2 clients of each location's credentials.
+type resolvedLocator struct {
+	resolver locationResolver
+	clients  *ec2api.Factory
+}
+
+// NewLocator returns a Locator that reads the backup's locations through resolver and reaches
+// EC2 with the credentials of each, through clients.
+func NewLocator(resolver locationResolver, clients *ec2api.Factory) Locator {
+	return resolvedLocator{resolver: resolver, clients: clients}
+}
+
+// BackupPlaces returns the places of the backup's locations for region.
+func (l resolvedLocator) BackupPlaces(ctx context.Context, backup *velerov1.Backup, region string) ([]Place, error) {
+	c, err := l.resolver.ForBackup(ctx, backup, region)
+	return l.places(c), err
+}
+
+// RestorePlaces returns the places of the restore's locations for region.
+func (l resolvedLocator) RestorePlaces(ctx context.Context, restore *velerov1.Restore, region string) ([]Place, error) {
+	c, err := l.resolver.ForRestore(ctx, restore, region)
+	return l.places(c), err
+}
+
+func (l resolvedLocator) places(c location.Choice) []Place {
+	out := make([]Place, 0, len(c.Locations))
+	for _, loc := range c.Locations {
+		out = append(out, Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note})
+	}
+	return out
+}

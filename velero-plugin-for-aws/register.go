@@ -1,0 +1,45 @@
+package plugin
+
+import (
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
+	"k8s.io/utils/clock"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+)
+
+// Register registers the plugin's three plugins on server, reaching EC2 through clients. The
+// item actions read the backup's VolumeSnapshotLocations (and their Secrets) through the
+// Kubernetes API, to use the credentials the volume snapshotter used; the server's
+// --default-volume-snapshot-locations flag, which Velero passes on to plugins, names the default.
+func Register(server framework.Server, clients *ec2api.Factory) framework.Server {
+	handoff := ebs.NewHandoff(clock.RealClock{})
+	var once sync.Once
+	var resolver *location.Resolver
+	// The flags are parsed when Serve starts, before any plugin is made.
+	locator := func(log logrus.FieldLogger) ebs.Locator {
+		once.Do(func() {
+			resolver = location.New(
+				location.WithProvider(ebs.VolumeSnapshotterName),
+				location.WithDefaultLocations(server.GetConfig().DefaultVolumeSnapshotLocations.Data()))
+		})
+		return ebs.NewLocator(resolver.WithLogger(log), clients)
+	}
+	defaults := clients.ForCredentials(ec2api.Credentials{})
+	return server.
+		RegisterVolumeSnapshotter(ebs.VolumeSnapshotterName, func(log logrus.FieldLogger) (any, error) {
+			return NewVolumeSnapshotter(clients, handoff, log), nil
+		}).
+		RegisterBackupItemActionV2(ebs.BackupItemActionName, func(log logrus.FieldLogger) (any, error) {
+			tracker := ebs.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
+			return NewSnapshotProgressAction(tracker, handoff, clock.RealClock{}, log), nil
+		}).
+		RegisterRestoreItemActionV2(ebs.RestoreItemActionName, func(log logrus.FieldLogger) (any, error) {
+			watcher := ebs.NewVolumeWatcher(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
+			return NewVolumeRestoreAction(watcher, clock.RealClock{}, log), nil
+		})
+}
