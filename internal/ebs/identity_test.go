@@ -228,4 +228,3 @@ func TestProgressFillBudget(t *testing.T) {
 }
 
 func tagOf(k, v string) types.Tag { t := types.Tag{}; t.Key, t.Value = &k, &v; return t }
-
