@@ -72,21 +72,32 @@ func TestE2E(t *testing.T) {
 	if r.pluginErr != nil {
 		t.Fatalf("this repository's plugin is not built, volume steps cannot run: %v", r.pluginErr)
 	}
-	r.sub("workload", func() { r.createWorkload(sim) })
-	r.sub("backup-with-progress", func() { r.volumeBackup(sim, "e2e-main", "") })
-	r.sub("resilience-kill-plugin", func() { r.volumeBackup(sim, "e2e-kill", "kill-plugin") })
-	r.sub("resilience-restart-server", func() { r.volumeBackup(sim, "e2e-restart", "restart-server") })
+	r.sub("workload", func() { r.createWorkload(sim, r.acctA(), appNS, volumes) })
+	r.sub("backup-with-progress", func() { r.volumeBackup(sim, r.mainBackup("e2e-main", "")) })
+	r.sub("resilience-kill-plugin", func() { r.volumeBackup(sim, r.mainBackup("e2e-kill", "kill-plugin")) })
+	r.sub("resilience-restart-server", func() { r.volumeBackup(sim, r.mainBackup("e2e-restart", "restart-server")) })
 	r.sub("delete-from-source-cluster", func() { r.deleteBackups(sim, "e2e-kill", "e2e-restart") })
+	// Per-location credentials: account B through its own location, and a location whose Secret
+	// holds a wrong secret key, backed up while account B's backup waits for its operations.
+	bad := &badRun{name: badBackup}
+	r.sub("account-b-workload", func() { r.createWorkload(sim, r.acctB(), appNSB, volumesB) })
+	r.sub("account-b-backup", func() { r.accountBBackup(sim, bad) })
+	r.sub("bad-credentials", func() { r.badCredentialsBackup(sim, bad) })
+	r.sub("account-b-restore", func() { r.accountBRestore(sim, accountBBackup) })
+	r.sub("account-b-delete", func() { r.deleteBackups(sim, accountBBackup) })
 	r.sub("dr-restore-in-copy-region", func() { r.drRestore(sim, "e2e-main") })
 	r.sub("delete-after-dr", func() {
-		r.deleteBackups(sim, "e2e-main", "e2e-smoke")
-		all := append(live(sim.list("snapshots", srcRegion)), live(sim.list("snapshots", copyRegion))...)
-		r.saw("snapshots left in the simulator (both regions): %d", len(all))
-		for _, s := range all {
-			r.t.Errorf("snapshot left: %v", s)
+		r.deleteBackups(sim, "e2e-main", "e2e-smoke", badBackup)
+		for _, a := range r.accounts {
+			all := append(live(sim.listIn("snapshots", srcRegion, a.ID)), live(sim.listIn("snapshots", copyRegion, a.ID))...)
+			r.saw("snapshots left in account %s (%s), both regions: %d", a.Name, a.ID, len(all))
+			for _, s := range all {
+				r.t.Errorf("snapshot left in account %s: %v", a.Name, s)
+			}
 		}
 	})
 	r.saw("simulator stats at the end: %v", sim.get("/_sim/stats"))
+	r.sub("no-credentials-in-logs", r.checkNoSecretsInLogs)
 }
 
 func (r *rig) smokeBackup() {
@@ -115,26 +126,27 @@ func itemsBackedUp(b *velerov1.Backup) int {
 
 func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
 
-// createWorkload seeds the simulator's volumes and creates PVs/PVCs as EKS would.
-func (r *rig) createWorkload(sim simClient) {
+// createWorkload seeds vols in the simulator, in the account acct, and creates PVs/PVCs for them
+// in namespace ns as EKS would.
+func (r *rig) createWorkload(sim simClient, acct awsAccount, ns string, vols []volume) {
 	ctx := context.Background()
-	r.step("seeding %d volumes in the simulator (%s)", len(volumes), srcRegion)
+	r.step("seeding %d volumes in the simulator (account %s %s, %s)", len(vols), acct.Name, acct.ID, srcRegion)
 	var vs []map[string]any
-	for _, v := range volumes {
+	for _, v := range vols {
 		spec := map[string]any{"id": v.ID, "availabilityZone": v.AZ, "type": v.Type, "sizeGiB": 10}
 		if v.IOPS > 0 {
 			spec["iops"] = v.IOPS
 		}
 		vs = append(vs, spec)
 	}
-	sim.post("/_sim/volumes", map[string]any{"region": srcRegion, "volumes": vs})
-	r.saw("simulator volumes in %s: %v", srcRegion, sim.list("volumes", srcRegion))
+	sim.post("/_sim/volumes", map[string]any{"region": srcRegion, "account": acct.ID, "volumes": vs})
+	r.saw("simulator volumes of account %s in %s: %v", acct.Name, srcRegion, sim.listIn("volumes", srcRegion, acct.ID))
 
-	r.step("creating namespace %s with PVCs bound to in-tree awsElasticBlockStore and CSI ebs.csi.aws.com PVs", appNS)
-	must(r.t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
-	must(r.t, r.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: appNS}, Data: map[string]string{"k": "v"}}))
-	for _, v := range volumes {
-		pv := makePV(v)
+	r.step("creating namespace %s with PVCs bound to in-tree awsElasticBlockStore and CSI ebs.csi.aws.com PVs", ns)
+	must(r.t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(r.t, r.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: ns}, Data: map[string]string{"k": "v"}}))
+	for _, v := range vols {
+		pv := makePV(v, ns)
 		must(r.t, r.c.Create(ctx, pv))
 		pv.Status.Phase = corev1.VolumeBound
 		must(r.t, r.c.Status().Update(ctx, pv))
@@ -143,7 +155,7 @@ func (r *rig) createWorkload(sim simClient) {
 			sc = "ebs-sc"
 		}
 		pvc := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: v.PVC, Namespace: appNS, Annotations: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Name: v.PVC, Namespace: ns, Annotations: map[string]string{
 				"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes",
 			}},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -158,7 +170,7 @@ func (r *rig) createWorkload(sim simClient) {
 		pvc.Status.AccessModes = pvc.Spec.AccessModes
 		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}
 		must(r.t, r.c.Status().Update(ctx, pvc))
-		r.saw("PV %s (%s) bound to PVC %s/%s", v.PV, pvSource(pv), appNS, v.PVC)
+		r.saw("PV %s (%s) bound to PVC %s/%s", v.PV, pvSource(pv), ns, v.PVC)
 	}
 }
 
@@ -172,7 +184,7 @@ func pvSource(pv *corev1.PersistentVolume) string {
 	return "?"
 }
 
-func makePV(v volume) *corev1.PersistentVolume {
+func makePV(v volume, ns string) *corev1.PersistentVolume {
 	region := v.AZ[:len(v.AZ)-1]
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: v.PV},
@@ -180,7 +192,7 @@ func makePV(v volume) *corev1.PersistentVolume {
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: appNS, Name: v.PVC},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: v.PVC},
 		},
 	}
 	if v.CSI {
@@ -219,16 +231,16 @@ func nodeAffinity(reqs ...corev1.NodeSelectorRequirement) *corev1.VolumeNodeAffi
 	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}
 }
 
-// backupSnapshots returns the live source snapshots of a backup and their copies.
-func backupSnapshots(sim simClient, name string) (src, copies []simObject) {
+// backupSnapshots returns the live source snapshots of a backup in an account and their copies.
+func backupSnapshots(sim simClient, account, name string) (src, copies []simObject) {
 	srcIDs := map[string]bool{}
-	for _, s := range live(sim.list("snapshots", srcRegion)) {
+	for _, s := range live(sim.listIn("snapshots", srcRegion, account)) {
 		if s.Tags["velero.io/backup"] == name {
 			src = append(src, s)
 			srcIDs[s.ID] = true
 		}
 	}
-	for _, s := range live(sim.list("snapshots", copyRegion)) {
+	for _, s := range live(sim.listIn("snapshots", copyRegion, account)) {
 		isCopy := s.Tags["velero.io/backup"] == name || srcIDs[s.Source]
 		for _, v := range s.Tags {
 			if srcIDs[v] {
@@ -244,16 +256,35 @@ func backupSnapshots(sim simClient, name string) (src, copies []simObject) {
 
 var describeDir = "describe"
 
-// volumeBackup backs up the app namespace with snapshots and checks phases, describe output and
-// the simulator's snapshots. disrupt is "", "kill-plugin" or "restart-server".
-func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
+// backupSpec is one backup of volumeBackup.
+type backupSpec struct {
+	name string
+	// disrupt is "", "kill-plugin" or "restart-server".
+	disrupt string
+	// ns is the namespace backed up, vols its volumes, in account acct, through location vsl.
+	ns, vsl string
+	vols    []volume
+	acct    awsAccount
+	// during, when set, is called at every poll of the backup until it ends.
+	during func(*velerov1.Backup)
+}
+
+// mainBackup is a backup of the app namespace (account A) through location aws-async.
+func (r *rig) mainBackup(name, disrupt string) backupSpec {
+	return backupSpec{name: name, disrupt: disrupt, ns: appNS, vsl: vslName, vols: volumes, acct: r.acctA()}
+}
+
+// volumeBackup backs up a namespace with snapshots and checks phases, describe output and the
+// simulator's snapshots: in the spec's account, and none in any other.
+func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 	t := r.t
+	name, disrupt, volumes := bs.name, bs.disrupt, bs.vols
 	statsBefore := sim.get("/_sim/stats")
 	pl := r.watchPhases(name, false)
 	defer pl.cancel()
-	r.step("velero backup create %s --include-namespaces %s --snapshot-volumes --volume-snapshot-locations %s", name, appNS, vslName)
-	out := r.mustVelero("backup", "create", name, "--include-namespaces", appNS, "--snapshot-volumes",
-		"--volume-snapshot-locations", vslName, "--storage-location", "default")
+	r.step("velero backup create %s --include-namespaces %s --snapshot-volumes --volume-snapshot-locations %s (volumes in account %s)", name, bs.ns, bs.vsl, bs.acct.Name)
+	out := r.mustVelero("backup", "create", name, "--include-namespaces", bs.ns, "--snapshot-volumes",
+		"--volume-snapshot-locations", bs.vsl, "--storage-location", "default")
 	r.saw("%s", firstLine(out))
 
 	// Disruptions happen while the backup waits for plugin operations.
@@ -291,6 +322,9 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	var waitingSince time.Time
 	describedWaiting := false
 	b := r.waitBackupDone(name, 5*time.Minute, func(b *velerov1.Backup) {
+		if bs.during != nil {
+			bs.during(b)
+		}
 		if b.Status.Phase != velerov1.BackupPhaseWaitingForPluginOperations {
 			return
 		}
@@ -314,7 +348,7 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 			}
 			describedWaiting = true
 			r.saveDescribe(name+"-waiting", d, true)
-			r.checkDescribeOps(d, false)
+			r.checkDescribeOps(d, false, len(volumes))
 		}
 	})
 	close(done)
@@ -340,8 +374,10 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	// A kill lands inside a reconcile (plugin processes live only that long), so Velero core may fail
 	// the operation whose call was cut; that is judged separately from the plugin's own guarantees.
 	coreLimit := false
+	// The backup's log (with the plugins' lines) is kept for the search for credentials.
+	logs, _ := r.velero("backup", "logs", name)
+	r.saveLog(name+"-backup-logs", logs)
 	if b.Status.Phase != velerov1.BackupPhaseCompleted {
-		logs, _ := r.velero("backup", "logs", name)
 		r.saveDescribe(name+"-backup-logs", logs, false)
 		failed := failedOpErrors(d)
 		if disrupt == "kill-plugin" && b.Status.Phase == velerov1.BackupPhasePartiallyFailed &&
@@ -365,7 +401,7 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	if disrupt == "" && !describedWaiting {
 		t.Errorf("never captured `velero backup describe --details` while WaitingForPluginOperations")
 	}
-	r.checkDescribeOps(d, !coreLimit)
+	r.checkDescribeOps(d, !coreLimit, len(volumes))
 	if coreLimit && b.Status.BackupItemOperationsCompleted+b.Status.BackupItemOperationsFailed != len(volumes) {
 		t.Errorf("operations completed %d + failed %d, want %d", b.Status.BackupItemOperationsCompleted, b.Status.BackupItemOperationsFailed, len(volumes))
 	}
@@ -376,8 +412,8 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 		t.Errorf("volume snapshots attempted/completed = %d/%d, want %d", b.Status.VolumeSnapshotsAttempted, b.Status.VolumeSnapshotsCompleted, len(volumes))
 	}
 
-	src, copies := backupSnapshots(sim, name)
-	r.saw("simulator: %d source snapshots in %s, %d copies in %s for backup %s", len(src), srcRegion, len(copies), copyRegion, name)
+	src, copies := backupSnapshots(sim, bs.acct.ID, name)
+	r.saw("simulator, account %s (%s): %d source snapshots in %s, %d copies in %s for backup %s", bs.acct.Name, bs.acct.ID, len(src), srcRegion, len(copies), copyRegion, name)
 	for _, s := range append(append([]simObject(nil), src...), copies...) {
 		r.saw("  %v", s)
 	}
@@ -399,6 +435,16 @@ func (r *rig) volumeBackup(sim simClient, name, disrupt string) {
 	for _, s := range copies {
 		if s.State != "completed" {
 			t.Errorf("copy %s state %s, want completed", s.ID, s.State)
+		}
+	}
+	for _, other := range r.accounts {
+		if other.ID == bs.acct.ID {
+			continue
+		}
+		osrc, ocopies := backupSnapshots(sim, other.ID, name)
+		r.saw("simulator, account %s (%s): %d source snapshots, %d copies for backup %s (want none)", other.Name, other.ID, len(osrc), len(ocopies), name)
+		for _, s := range append(osrc, ocopies...) {
+			t.Errorf("snapshot of backup %s (volumes of account %s) in account %s: %v", name, bs.acct.Name, other.Name, s)
 		}
 	}
 	r.saw("simulator stats before: %v", statsBefore)
@@ -475,6 +521,16 @@ func (r *rig) saveDescribe(name, text string, show bool) {
 	r.saw("captured %s (excerpt):\n%s", path, indent(strings.Join(keep, "\n")))
 }
 
+// saveLog stores a log fetched with the CLI in the logs folder (searched for credentials at the
+// end) and prints only where it went.
+func (r *rig) saveLog(name, text string) {
+	dir := filepath.Join(r.logDir, describeDir)
+	_ = os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, name+".txt")
+	_ = os.WriteFile(path, []byte(text), 0o644)
+	r.saw("saved %s (%d lines)", path, strings.Count(text, "\n"))
+}
+
 func indent(s string) string {
 	return "      | " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n      | ")
 }
@@ -482,9 +538,15 @@ func indent(s string) string {
 var opBlock = regexp.MustCompile(`(?m)^\s*Operation for persistentvolumes /(\S+):`)
 
 // checkDescribeOps checks that `velero backup describe --details` shows one operation of our
-// BackupItemAction per PV with a progress description; final requires them Completed.
-func (r *rig) checkDescribeOps(d string, final bool) {
+// BackupItemAction per PV (want of them) with a progress description, none of them on the default
+// credential chain; final requires them Completed.
+func (r *rig) checkDescribeOps(d string, final bool, want int) {
 	t := r.t
+	for _, fallback := range []string{"no Kubernetes API access", "default AWS credential"} {
+		if strings.Contains(d, fallback) {
+			t.Errorf("describe says %q: the item actions did not use the location's credentials", fallback)
+		}
+	}
 	if !strings.Contains(d, "Backup Item Operations:") {
 		t.Errorf("describe shows no \"Backup Item Operations:\" section")
 		return
@@ -513,8 +575,8 @@ func (r *rig) checkDescribeOps(d string, final bool) {
 		}
 	}
 	sort.Strings(pvs)
-	if len(pvs) != len(volumes) {
-		t.Errorf("describe shows operations for %v, want one per PV (%d)", pvs, len(volumes))
+	if len(pvs) != want {
+		t.Errorf("describe shows operations for %v, want one per PV (%d)", pvs, want)
 	}
 }
 
@@ -534,18 +596,20 @@ func (r *rig) deleteBackups(sim simClient, names ...string) {
 	}
 	// Deletion of snapshots may lag (pending snapshots are deleted when they complete).
 	for _, name := range names {
-		var src, copies []simObject
-		deadline := time.Now().Add(time.Minute)
-		for {
-			src, copies = backupSnapshots(sim, name)
-			if len(src)+len(copies) == 0 || time.Now().After(deadline) {
-				break
+		for _, a := range r.accounts {
+			var src, copies []simObject
+			deadline := time.Now().Add(time.Minute)
+			for {
+				src, copies = backupSnapshots(sim, a.ID, name)
+				if len(src)+len(copies) == 0 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Second)
 			}
-			time.Sleep(time.Second)
-		}
-		r.saw("simulator after deleting %s: %d source snapshots, %d copies left", name, len(src), len(copies))
-		for _, s := range append(src, copies...) {
-			r.t.Errorf("snapshot of deleted backup %s still there: %v", name, s)
+			r.saw("simulator after deleting %s, account %s (%s): %d source snapshots, %d copies left", name, a.Name, a.ID, len(src), len(copies))
+			for _, s := range append(src, copies...) {
+				r.t.Errorf("snapshot of deleted backup %s still in account %s: %v", name, a.Name, s)
+			}
 		}
 	}
 	var dbrs velerov1.DeleteBackupRequestList
@@ -559,12 +623,12 @@ func (r *rig) deleteBackups(sim simClient, names ...string) {
 	}
 }
 
-// deleteAppNamespace deletes the app namespace and its PVs; with no controller manager, the
-// finalizers the API server adds are removed by hand.
-func (r *rig) deleteAppNamespace() {
+// deleteNamespace deletes a workload namespace and the PVs of vols; with no controller manager,
+// the finalizers the API server adds are removed by hand.
+func (r *rig) deleteNamespace(ns string, vols []volume) {
 	ctx := context.Background()
 	var pvcs corev1.PersistentVolumeClaimList
-	must(r.t, r.c.List(ctx, &pvcs, client.InNamespace(appNS)))
+	must(r.t, r.c.List(ctx, &pvcs, client.InNamespace(ns)))
 	for i := range pvcs.Items {
 		p := &pvcs.Items[i]
 		_ = r.c.Delete(ctx, p)
@@ -574,7 +638,7 @@ func (r *rig) deleteAppNamespace() {
 			must(r.t, r.c.Update(ctx, p))
 		}
 	}
-	for _, v := range volumes {
+	for _, v := range vols {
 		var pv corev1.PersistentVolume
 		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err != nil {
 			continue
@@ -586,17 +650,17 @@ func (r *rig) deleteAppNamespace() {
 		}
 	}
 	var cms corev1.ConfigMapList
-	_ = r.c.List(ctx, &cms, client.InNamespace(appNS))
+	_ = r.c.List(ctx, &cms, client.InNamespace(ns))
 	for i := range cms.Items {
 		_ = r.c.Delete(ctx, &cms.Items[i])
 	}
-	waitFor(r.t, "PVCs of "+appNS+" gone", time.Minute, nil, func() bool {
+	waitFor(r.t, "PVCs of "+ns+" gone", time.Minute, nil, func() bool {
 		var left corev1.PersistentVolumeClaimList
-		return r.c.List(ctx, &left, client.InNamespace(appNS)) == nil && len(left.Items) == 0
+		return r.c.List(ctx, &left, client.InNamespace(ns)) == nil && len(left.Items) == 0
 	})
-	_ = r.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})
-	waitFor(r.t, "namespace "+appNS+" and its PVs gone", time.Minute, nil, func() bool {
-		ns, err := r.cs.CoreV1().Namespaces().Get(ctx, appNS, metav1.GetOptions{})
+	_ = r.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	waitFor(r.t, "namespace "+ns+" and its PVs gone", time.Minute, nil, func() bool {
+		ns, err := r.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err == nil {
 			ns.Spec.Finalizers = nil
 			_, _ = r.cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
@@ -605,7 +669,7 @@ func (r *rig) deleteAppNamespace() {
 		if !apierrors.IsNotFound(err) {
 			return false
 		}
-		for _, v := range volumes {
+		for _, v := range vols {
 			if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
 				return false
 			}
@@ -625,16 +689,16 @@ func (r *rig) drRestore(sim simClient, backup string) {
 	must(t, r.c.Update(ctx, &vsl))
 
 	r.step("DR: deleting namespace %s and its PVs", appNS)
-	r.deleteAppNamespace()
+	r.deleteNamespace(appNS, volumes)
 	r.saw("namespace %s and PVs %d gone", appNS, len(volumes))
 
-	_, copies := backupSnapshots(sim, backup)
+	_, copies := backupSnapshots(sim, r.acctA().ID, backup)
 	copyIDs := map[string]bool{}
 	for _, c := range copies {
 		copyIDs[c.ID] = true
 	}
 	volsBefore := map[string]bool{}
-	for _, v := range sim.list("volumes", copyRegion) {
+	for _, v := range sim.listIn("volumes", copyRegion, r.acctA().ID) {
 		volsBefore[v.ID] = true
 	}
 
@@ -656,6 +720,8 @@ func (r *rig) drRestore(sim simClient, backup string) {
 		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
 	d, _ := r.velero("restore", "describe", name, "--details", "--colorized=false")
 	r.saveDescribe(name+"-final", d, true)
+	rlogs, _ := r.velero("restore", "logs", name)
+	r.saveLog(name+"-restore-logs", rlogs)
 	if rs.Status.RestoreItemOperationsAttempted != len(volumes) {
 		t.Errorf("restore item operations attempted = %d, want %d (one per PV, by velero-async.io/aws-volume-restore)", rs.Status.RestoreItemOperationsAttempted, len(volumes))
 	}
@@ -663,13 +729,12 @@ func (r *rig) drRestore(sim simClient, backup string) {
 		t.Errorf("`velero restore describe --details` shows no operation of velero-async.io/aws-volume-restore")
 	}
 	if rs.Status.Phase != velerov1.RestorePhaseCompleted {
-		logs, _ := r.velero("restore", "logs", name)
-		r.saveDescribe(name+"-restore-logs", logs, false)
+		r.saveDescribe(name+"-restore-logs", rlogs, false)
 		t.Errorf("restore %s ended %s, want Completed", name, rs.Status.Phase)
 	}
 
 	west := map[string]simObject{}
-	for _, v := range live(sim.list("volumes", copyRegion)) {
+	for _, v := range live(sim.listIn("volumes", copyRegion, r.acctA().ID)) {
 		west[v.ID] = v
 	}
 	r.saw("simulator volumes in %s after restore: %d (before: %d)", copyRegion, len(west), len(volsBefore))

@@ -69,6 +69,11 @@ type rig struct {
 	s3URL  string
 	ec2URL string
 
+	// accounts are the simulator's accounts: A (its default account) and B.
+	accounts []awsAccount
+	// creds are the credential Secrets in namespace velero, by name.
+	creds map[string]credSecret
+
 	pluginErr error // set when this repository's plugin could not be built
 
 	serverArgs []string
@@ -98,11 +103,12 @@ func newRig(t *testing.T) *rig {
 	r.logDir = filepath.Join(dir, "logs")
 	r.pluginDir = filepath.Join(dir, "plugins")
 	r.home = filepath.Join(dir, "home")
-	for _, d := range []string{r.logDir, r.pluginDir, r.home, filepath.Join(dir, "bin")} {
+	for _, d := range []string{r.logDir, r.pluginDir, r.home, filepath.Join(dir, "bin"), filepath.Join(dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	r.newCredentials()
 	t.Cleanup(r.cleanup)
 	// An interrupted run (Ctrl-C, CI timeout) still stops every process it started.
 	sig := make(chan os.Signal, 1)
@@ -148,7 +154,9 @@ func (r *rig) cleanup() {
 	}
 	r.t.Logf("all processes stopped; logs of every component: %s", r.logDir)
 	if os.Getenv("E2E_KEEP") == "" {
-		for _, d := range []string{"etcd", "plugins", "bin", "home"} {
+		// tmp is the Velero server's TMPDIR, holding the credentials files Velero and the plugin
+		// write from the Secrets; ec2sim.json holds the accounts' secret keys.
+		for _, d := range []string{"etcd", "plugins", "bin", "home", "tmp", "ec2sim.json"} {
 			os.RemoveAll(filepath.Join(r.dir, d))
 		}
 	}
@@ -190,7 +198,7 @@ func (r *rig) start(name string, env []string, firstLine chan<- string, bin stri
 	f := r.logFile(name)
 	fmt.Fprintf(f, "# %s %s\n", bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(inheritedEnv(), env...)
 	cmd.Stderr = f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout io.ReadCloser
@@ -257,7 +265,7 @@ func (r *rig) run(env []string, bin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(inheritedEnv(), env...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -286,6 +294,18 @@ func (r *rig) mustVelero(args ...string) string {
 
 func (r *rig) cliEnv() []string {
 	return []string{"KUBECONFIG=" + r.kubeconfig, "HOME=" + r.home, "VELERO_NAMESPACE=velero"}
+}
+
+// inheritedEnv is the test's environment less every AWS_* variable: no process of the rig gets
+// AWS credentials, a profile or endpoints from the machine it runs on, only what the rig gives it.
+func inheritedEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func freePort(t *testing.T) int {

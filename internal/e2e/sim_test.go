@@ -76,13 +76,24 @@ func (s simClient) post(path string, body any) {
 	}
 }
 
-// list returns the snapshots or volumes ("snapshots"/"volumes") of a region.
+// list returns the snapshots or volumes ("snapshots"/"volumes") of a region in the simulator's
+// default account (the first configured: account A).
 func (s simClient) list(kind, region string) []simObject {
 	s.t.Helper()
+	return s.listIn(kind, region, "")
+}
+
+// listIn returns the snapshots or volumes of a region in an account ("" for the default one).
+func (s simClient) listIn(kind, region, account string) []simObject {
+	s.t.Helper()
+	path := "/_sim/" + kind + "?region=" + region
+	if account != "" {
+		path += "&account=" + account
+	}
 	// The admin API answers a JSON array of ec2sim.Snapshot or ec2sim.Volume.
-	items, ok := s.get("/_sim/" + kind + "?region=" + region).([]any)
+	items, ok := s.get(path).([]any)
 	if !ok {
-		s.t.Fatalf("GET /_sim/%s?region=%s: not a JSON array", kind, region)
+		s.t.Fatalf("GET %s: not a JSON array", path)
 	}
 	var out []simObject
 	for _, it := range items {

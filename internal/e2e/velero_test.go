@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,15 +41,17 @@ func (r *rig) startS3() {
 	r.saw("fakes3 at %s", r.s3URL)
 }
 
-// startEC2Sim starts the EC2 simulator with short snapshot and copy durations.
+// startEC2Sim starts the EC2 simulator with short snapshot and copy durations and the rig's two
+// accounts (authentication on).
 func (r *rig) startEC2Sim() simClient {
 	cfg := `{"regions":{"us-east-1":{},"us-west-2":{}},"snapshotDuration":{"min":"3s","max":"5s"},"copyDuration":{"min":"4s","max":"6s"},"throttleScale":1}`
 	if c := os.Getenv("E2E_SIM_CONFIG"); c != "" {
 		cfg = c
 	}
+	full, shown := r.simConfig(cfg)
 	path := filepath.Join(r.dir, "ec2sim.json")
-	writeFile(r.t, path, []byte(cfg))
-	r.step("starting the EC2 simulator with %s", cfg)
+	writeFile(r.t, path, full)
+	r.step("starting the EC2 simulator with %s", shown)
 	ch := make(chan string, 1)
 	p := r.start("ec2sim", nil, ch, filepath.Join(r.dir, "bin", "ec2sim"), "-port", "0", "-config", path)
 	r.ec2URL = readLine(r.t, p, ch, 30*time.Second)
@@ -67,13 +70,16 @@ func (r *rig) installVelero() {
 		return r.c.List(ctx, &velerov1.BackupStorageLocationList{}, client.InNamespace(veleroNS)) == nil
 	})
 
-	r.step("creating namespace %s, BackupStorageLocation default (provider aws -> fakes3) and VolumeSnapshotLocation %s (provider velero-async.io/aws)", veleroNS, vslName)
+	r.step("creating namespace %s and the credential Secrets (key %s, an AWS shared-credentials file each)", veleroNS, credKey)
 	must(t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: veleroNS}}))
+	r.createCredentialSecrets()
+	r.step("creating BackupStorageLocation default (provider aws -> fakes3, credential %s/%s)", bslSecret, credKey)
 	must(t, r.c.Create(ctx, &velerov1.BackupStorageLocation{
 		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: veleroNS},
 		Spec: velerov1.BackupStorageLocationSpec{
-			Provider: "aws",
-			Default:  true,
+			Provider:   "aws",
+			Default:    true,
+			Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: bslSecret}, Key: credKey},
 			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{
 				Bucket: bucket, Prefix: "rig",
 			}},
@@ -101,13 +107,18 @@ func (r *rig) installVelero() {
 			},
 		},
 	}))
-	must(t, r.c.Create(ctx, &velerov1.VolumeSnapshotLocation{
-		ObjectMeta: metav1.ObjectMeta{Name: vslName, Namespace: veleroNS},
-		Spec: velerov1.VolumeSnapshotLocationSpec{
-			Provider: "velero-async.io/aws",
-			Config:   map[string]string{"region": srcRegion, "copyToRegion": copyRegion},
-		},
-	}))
+	for _, l := range r.locations() {
+		r.step("creating VolumeSnapshotLocation %s (provider velero-async.io/aws, region %s, copyToRegion %s, credential %s/%s: %s)",
+			l.VSL, srcRegion, copyRegion, l.Secret, credKey, r.creds[l.Secret].For)
+		must(t, r.c.Create(ctx, &velerov1.VolumeSnapshotLocation{
+			ObjectMeta: metav1.ObjectMeta{Name: l.VSL, Namespace: veleroNS},
+			Spec: velerov1.VolumeSnapshotLocationSpec{
+				Provider:   "velero-async.io/aws",
+				Config:     map[string]string{"region": srcRegion, "copyToRegion": copyRegion},
+				Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: l.Secret}, Key: credKey},
+			},
+		}))
+	}
 }
 
 // startVeleroServer runs `velero server` outside the cluster with both plugins.
@@ -118,18 +129,37 @@ func (r *rig) startVeleroServer() {
 			"--namespace", veleroNS,
 			"--plugin-dir", r.pluginDir,
 			"--item-operation-sync-frequency", "2s",
+			// With several locations of the provider, a backup naming none (the smoke backup)
+			// fails validation unless the server names a default.
+			"--default-volume-snapshot-locations", "velero-async.io/aws:" + vslName,
 			"--metrics-address", "127.0.0.1:" + strconv.Itoa(freePort(r.t)),
 			"--profiler-address", "127.0.0.1:" + strconv.Itoa(freePort(r.t)),
 			"--log-level", "debug",
 		}
+		// No default AWS credentials at all: every AWS_* variable of the test's environment is
+		// dropped (inheritedEnv), the shared files point nowhere and instance metadata is off. The
+		// locations' Secrets are the only credentials; the plugin processes, which inherit this
+		// environment, read them through KUBECONFIG.
 		r.serverEnv = append(r.cliEnv(),
 			"AWS_ENDPOINT_URL_EC2="+r.ec2URL,
-			"AWS_ACCESS_KEY_ID=AKIAE2EFAKEFAKEFAKE0",
-			"AWS_SECRET_ACCESS_KEY=e2e-fake-secret",
+			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(r.dir, "no-such-aws-credentials"),
+			"AWS_CONFIG_FILE="+filepath.Join(r.dir, "no-such-aws-config"),
 			"AWS_EC2_METADATA_DISABLED=true",
 			"AWS_REGION="+srcRegion,
+			// Velero writes each Secret it uses to <TMPDIR>/credentials/..., the plugin to
+			// <TMPDIR>/velero-async-credentials/...: keep them in the work dir.
+			"TMPDIR="+filepath.Join(r.dir, "tmp"),
 		)
+		for _, kv := range r.serverEnv {
+			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_SHARED") || k == "AWS_CONFIG_FILE" {
+				if _, err := os.Stat(v); err == nil {
+					r.t.Fatalf("%s=%s exists", k, v)
+				}
+			}
+		}
 	}
+	r.saw("velero server environment (AWS_*, KUBECONFIG, VELERO_NAMESPACE, TMPDIR): %s",
+		strings.Join(relevantEnv(append(inheritedEnv(), r.serverEnv...)), " "))
 	// Velero v1.18.3 builds its controller-runtime manager without metrics options, so the manager's
 	// metrics server always listens on :8080 (all interfaces); --metrics-address is Velero's own.
 	if l, err := net.Listen("tcp", ":8080"); err != nil {
@@ -140,6 +170,24 @@ func (r *rig) startVeleroServer() {
 	}
 	r.step("starting velero server (plugins: %s, upstream velero-plugin-for-aws; AWS_ENDPOINT_URL_EC2=%s)", pluginBin, r.ec2URL)
 	r.server = r.start("velero-server", r.serverEnv, nil, filepath.Join(r.binDir, "velero"), r.serverArgs...)
+}
+
+// relevantEnv returns the effective AWS_*, KUBECONFIG, VELERO_NAMESPACE and TMPDIR settings of
+// env (the last value of a key wins, as in os/exec), sorted.
+func relevantEnv(env []string) []string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AWS_") || k == "KUBECONFIG" || k == "VELERO_NAMESPACE" || k == "TMPDIR" {
+			m[k] = v
+		}
+	}
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // restartVeleroServer stops the server (and its plugin processes) and starts it again.
@@ -162,7 +210,8 @@ func (r *rig) waitBSLAvailable() {
 		last = bsl.Status.Phase
 		return last == velerov1.BackupStorageLocationPhaseAvailable
 	})
-	r.saw("BSL phase %s after %s", last, time.Since(start).Round(time.Second))
+	r.saw("BSL phase %s after %s (the server has no AWS credentials of its own: the upstream plugin signed its S3 requests with Secret %s)",
+		last, time.Since(start).Round(time.Second), bslSecret)
 }
 
 // phaseLog records every phase a Backup or Restore goes through, as seen by a watch.
