@@ -13,6 +13,10 @@ import (
 // opIDSeeds are operation IDs of every shape: this plugin's, truncated, foreign, older and odd.
 var opIDSeeds = []string{
 	"ebs:v1:us-east-1:vol-0123456789abcdef0:1764471600",
+	"ebs:v2:us-east-1:vol-0123456789abcdef0:1764471600:pvc-0a1b2c3d",
+	"ebs:v2:us-east-1:vol-0123456789abcdef0:1764471600:",
+	"ebs:v2:us-east-1:vol-0123456789abcdef0:1764471600:PV.-x",
+	"ebs:v2:us-east-1:vol-0123456789abcdef0:1764471600",
 	"ebs-volume:v1:eu-west-1:vol-01234567:0",
 	"ebs:v1:us-gov-west-1:vol-0123456789abcdef0:+17",
 	"ebs:v0:us-east-1:vol-0123456789abcdef0:1",
