@@ -73,7 +73,7 @@ func (s *Snapshotter) describeVolume(ctx context.Context, volumeID string) (type
 		return types.Volume{}, fmt.Errorf("volume %s does not exist in %s", volumeID, s.cfg.Region)
 	}
 	if err != nil {
-		return types.Volume{}, fmt.Errorf("describing volume %s in %s: %w", volumeID, s.cfg.Region, err)
+		return types.Volume{}, fmt.Errorf("describing volume %s in %s with %s: %w", volumeID, s.cfg.Region, s.cfg.Credentials, err)
 	}
 	vol = out.Volumes[0]
 	s.mu.Lock()
@@ -196,7 +196,7 @@ func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.Crea
 		case ec2api.IsThrottle(err), ec2api.IsCredentialsFailure(err):
 			wait = throttleWait
 		default:
-			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: %w", volumeID, s.cfg.Region, err)
+			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s with %s: %w", volumeID, s.cfg.Region, s.cfg.Credentials, err)
 		}
 		if !lookUp && s.clock.Now().Add(wait).After(deadline) {
 			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: still refused after %s: %w", volumeID, s.cfg.Region, s.createPatience, err)

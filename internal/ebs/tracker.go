@@ -78,7 +78,7 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p = t.ambiguous(op, l.res.ambiguous, p)
 	case len(l.refused) > 0:
 		p.Completed = true
-		p.Err = fmt.Sprintf("the snapshot of volume %s in %s cannot be looked up: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
+		p.Err = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
 	case len(l.waiting) > 0:
 		p.Description = "waiting for EC2: " + errors.Join(l.waiting...).Error()
 	default:

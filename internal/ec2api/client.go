@@ -3,6 +3,7 @@ package ec2api
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,22 @@ type Credentials struct {
 	Profile string
 	// File is a shared credentials file to read instead of the default one.
 	File string
+}
+
+// String names where the credentials come from, for messages: never a secret, only the file's
+// path or the profile's name.
+func (c Credentials) String() string {
+	var parts []string
+	if c.File != "" {
+		parts = append(parts, "credentials file "+c.File)
+	}
+	if c.Profile != "" {
+		parts = append(parts, "profile "+c.Profile)
+	}
+	if len(parts) == 0 {
+		return "the default credential chain"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Factory hands out EC2 clients, one per region and credentials, built once per process and

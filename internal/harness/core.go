@@ -70,6 +70,11 @@ type Hooks struct {
 	// BeforeProgress runs in reconcile n before the Progress call of the i-th open operation
 	// (counting from 0), after the plugin manager of that reconcile is in use.
 	BeforeProgress func(n, i int)
+	// Expire runs in reconcile n after a Progress call that left op open; when it reports true,
+	// core treats op as past its item-operation timeout, as for an operation opened longer
+	// before the others than the timeout: it calls Cancel and fails the operation, and polls it
+	// no more.
+	Expire func(n int, op *Operation) bool
 }
 
 func (c *Core) log() logrus.FieldLogger {

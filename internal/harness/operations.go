@@ -83,7 +83,7 @@ func (c *Core) progressAll(m PluginManager, cl operationClient, ops []*Operation
 			t.completed++
 			continue
 		}
-		if op.Status.Created.Add(timeout).Before(time.Now()) {
+		if op.Status.Created.Add(timeout).Before(time.Now()) || c.Hooks.Expire != nil && c.Hooks.Expire(reconcile, op) {
 			_ = cl.cancel(m, op)
 			t.fail(op, "Asynchronous action timed out")
 			continue

@@ -92,6 +92,36 @@ func TestProgressAllSkipsFinishedOperations(t *testing.T) {
 	}
 }
 
+func TestExpireCancelsOnlyTheOperationItNames(t *testing.T) {
+	ops := []*Operation{
+		newOperation("a", "1", velero.ResourceIdentifier{Name: "pv-0"}),
+		newOperation("a", "2", velero.ResourceIdentifier{Name: "pv-1"}),
+	}
+	cl := &scripted{answers: []velero.OperationProgress{{Started: time.Now()}}}
+	var asked []int
+	c := &Core{Hooks: Hooks{Expire: func(n int, op *Operation) bool {
+		asked = append(asked, n)
+		return op.Resource.Name == "pv-1"
+	}}}
+	tally := c.progressAll(nil, cl, ops, time.Hour, 3)
+	if ops[0].Status.Phase != itemoperation.OperationPhaseInProgress || ops[1].Status.Phase != itemoperation.OperationPhaseFailed ||
+		ops[1].Status.Error != "Asynchronous action timed out" {
+		t.Errorf("phases %s, %s %q; want InProgress, Failed on the timeout", ops[0].Status.Phase, ops[1].Status.Phase, ops[1].Status.Error)
+	}
+	if !cl.canceled || tally.failed != 1 || !tally.inProgress {
+		t.Errorf("canceled %v, tally %+v", cl.canceled, tally)
+	}
+	if len(asked) != 2 || asked[0] != 3 {
+		t.Errorf("Expire asked in reconciles %v, want [3 3]", asked)
+	}
+	// Once failed, the operation is polled no more.
+	before := cl.calls
+	c.progressAll(nil, cl, ops, time.Hour, 4)
+	if cl.calls != before+1 {
+		t.Errorf("%d Progress calls in the next reconcile, want 1", cl.calls-before)
+	}
+}
+
 func TestPVZoneFollowsCore(t *testing.T) {
 	tests := []struct {
 		name string

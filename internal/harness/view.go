@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,10 @@ type Status struct {
 	Elapsed    time.Duration
 	Reconciles int
 	Operations []*Operation
+	// Snapshots are a backup's native snapshots as core has recorded them so far (the volume
+	// snapshots `velero backup describe --details` lists, and a deletion deletes); none for a
+	// restore.
+	Snapshots []VolumeSnapshot
 }
 
 // Count returns the number of operations completed and failed.
@@ -37,7 +42,7 @@ func (s Status) Count() (completed, failed int) {
 
 func backupStatus(r *BackupResult, start time.Time) Status {
 	return Status{Kind: "Backup", Name: r.Backup.Name, Phase: string(r.Backup.Status.Phase),
-		Elapsed: time.Since(start), Reconciles: r.Reconciles, Operations: r.Operations}
+		Elapsed: time.Since(start), Reconciles: r.Reconciles, Operations: r.Operations, Snapshots: slices.Clone(r.Snapshots)}
 }
 
 func restoreStatus(r *RestoreResult, start time.Time) Status {
