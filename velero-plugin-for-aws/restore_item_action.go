@@ -47,10 +47,7 @@ func (a *VolumeRestoreAction) Execute(input *velero.RestoreItemActionExecuteInpu
 			return out, nil
 		}
 	}
-	region := restored.Region
-	if region == "" {
-		region, _ = pv.RegionOfZone(restored.AvailabilityZone)
-	}
+	region := restored.Region // pv.Parse derives it from the zone when no label names it
 	if region == "" {
 		a.log.Warnf("Restored persistent volume %s names no zone or region: not waiting for volume %s", restored.Name, restored.VolumeID)
 		return out, nil

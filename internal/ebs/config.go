@@ -2,6 +2,7 @@ package ebs
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ var knownConfigKeys = []string{
 func ParseConfig(m map[string]string) (Config, error) {
 	var unknown []string
 	for k := range m {
-		if !contains(knownConfigKeys, k) {
+		if !slices.Contains(knownConfigKeys, k) {
 			unknown = append(unknown, fmt.Sprintf("%q (value %q)", k, m[k]))
 		}
 	}
@@ -93,13 +94,4 @@ func ParseConfig(m map[string]string) (Config, error) {
 		c.CopyCompletionMinutes = int32(n)
 	}
 	return c, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

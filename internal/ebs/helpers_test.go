@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,7 +167,7 @@ func (r *region) serveTags() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			for i := range r.snaps {
-				if contains(in.Resources, aws.ToString(r.snaps[i].SnapshotId)) {
+				if slices.Contains(in.Resources, aws.ToString(r.snaps[i].SnapshotId)) {
 					for _, t := range in.Tags {
 						setTag(&r.snaps[i], aws.ToString(t.Key), aws.ToString(t.Value))
 					}
@@ -201,7 +201,7 @@ func (r *region) serveDelete() {
 }
 
 func matchesDescribe(s types.Snapshot, in *ec2.DescribeSnapshotsInput) bool {
-	if len(in.SnapshotIds) > 0 && !contains(in.SnapshotIds, aws.ToString(s.SnapshotId)) {
+	if len(in.SnapshotIds) > 0 && !slices.Contains(in.SnapshotIds, aws.ToString(s.SnapshotId)) {
 		return false
 	}
 	tags := tagMap(s.Tags)
@@ -222,7 +222,7 @@ func matchesDescribe(s types.Snapshot, in *ec2.DescribeSnapshotsInput) bool {
 		default:
 			panic("filter not understood by the test: " + name)
 		}
-		if !contains(f.Values, have) {
+		if !slices.Contains(f.Values, have) {
 			return false
 		}
 	}
@@ -326,14 +326,4 @@ func wantErr(t *testing.T, err error, subs ...string) {
 			t.Errorf("error %q does not contain %q", err, s)
 		}
 	}
-}
-
-// sortedKeys lists a map's keys in order, for messages.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

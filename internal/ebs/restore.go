@@ -3,6 +3,7 @@ package ebs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,14 +116,14 @@ func (s *Snapshotter) restoreZone(ctx context.Context, volumeAZ string) (string,
 	if err != nil {
 		return "", err
 	}
-	if contains(all, volumeAZ) {
+	if slices.Contains(all, volumeAZ) {
 		return volumeAZ, nil
 	}
 	if len(standard) == 0 {
 		return "", fmt.Errorf("region %s has no available availability zone", s.cfg.Region)
 	}
 	if volumeAZ != "" {
-		if same := s.cfg.Region + volumeAZ[len(volumeAZ)-1:]; contains(standard, same) {
+		if same := s.cfg.Region + volumeAZ[len(volumeAZ)-1:]; slices.Contains(standard, same) {
 			return same, nil
 		}
 	}
@@ -140,7 +141,7 @@ func (s *Snapshotter) ValidateRestoreZone(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !contains(all, az) {
+	if !slices.Contains(all, az) {
 		return fmt.Errorf("config key %q: %q is not an available zone of %s (available: %s)",
 			ConfigRestoreAvailabilityZone, az, s.cfg.Region, strings.Join(all, ", "))
 	}

@@ -3,6 +3,7 @@ package ebs
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,7 +150,7 @@ func TestCopyTags(t *testing.T) {
 			}
 			for k, v := range tagMap(tt.src.Tags) {
 				keep := strings.HasPrefix(k, tagPrefix) || strings.HasPrefix(k, "velero.io/")
-				if keep && !contains(tt.wantAbsent, k) && got[k] != v {
+				if keep && !slices.Contains(tt.wantAbsent, k) && got[k] != v {
 					t.Errorf("tag %s lost or changed: %q, want %q", k, got[k], v)
 				}
 			}

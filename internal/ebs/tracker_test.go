@@ -3,6 +3,7 @@ package ebs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,7 @@ func (f *fixture) serveTracker(copyAnswers map[string][]error) *mutations {
 		src.mu.Lock()
 		defer src.mu.Unlock()
 		for i := range src.snaps {
-			if contains(ids, aws.ToString(src.snaps[i].SnapshotId)) {
+			if slices.Contains(ids, aws.ToString(src.snaps[i].SnapshotId)) {
 				for _, t := range tags {
 					v := aws.ToString(t.Value)
 					if remove {

@@ -105,17 +105,17 @@ func Parse(pv runtime.Unstructured) (v Volume, ok bool, err error) {
 	return p.Volume, ok, err
 }
 
-func parse(obj map[string]interface{}) (parsed, bool, error) {
+func parse(obj map[string]any) (parsed, bool, error) {
 	var p parsed
 	p.Name, _ = lookup(obj, "metadata", "name").(string)
 
-	ebs, hasEBS := obj["spec"].(map[string]interface{})
-	var inTree, csi interface{}
+	ebs, hasEBS := obj["spec"].(map[string]any)
+	var inTree, csi any
 	if hasEBS {
 		inTree = ebs["awsElasticBlockStore"]
 		csi = ebs["csi"]
 	}
-	csiMap, _ := csi.(map[string]interface{})
+	csiMap, _ := csi.(map[string]any)
 	isCSI := csiMap != nil && csiMap["driver"] == CSIDriver
 	isInTree := inTree != nil
 
@@ -123,7 +123,7 @@ func parse(obj map[string]interface{}) (parsed, bool, error) {
 	case isInTree && isCSI:
 		return parsed{}, false, fmt.Errorf("persistent volume %q has both an awsElasticBlockStore and an %s CSI source", p.Name, CSIDriver)
 	case isInTree:
-		src, isMap := inTree.(map[string]interface{})
+		src, isMap := inTree.(map[string]any)
 		if !isMap {
 			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore is a %T, not an object", p.Name, inTree)
 		}
@@ -216,13 +216,13 @@ func SetVolume(pv runtime.Unstructured, volumeID, availabilityZone string) (runt
 	}
 	relocate := azChanged || region != p.Region
 
-	obj, _ := deepCopy(orig).(map[string]interface{})
-	spec, _ := lookup(obj, "spec").(map[string]interface{})
+	obj, _ := deepCopy(orig).(map[string]any)
+	spec, _ := lookup(obj, "spec").(map[string]any)
 	if spec == nil { // cannot happen: parse found an EBS source in spec
 		return nil, fmt.Errorf("persistent volume %q has no spec", p.Name)
 	}
 	if p.CSI {
-		src, _ := spec["csi"].(map[string]interface{})
+		src, _ := spec["csi"].(map[string]any)
 		if src == nil {
 			return nil, fmt.Errorf("persistent volume %q has no spec.csi", p.Name)
 		}
@@ -232,7 +232,7 @@ func SetVolume(pv runtime.Unstructured, volumeID, availabilityZone string) (runt
 		if azChanged {
 			id = inTreePrefix + availabilityZone + "/" + volumeID
 		}
-		src, _ := spec["awsElasticBlockStore"].(map[string]interface{})
+		src, _ := spec["awsElasticBlockStore"].(map[string]any)
 		if src == nil {
 			return nil, fmt.Errorf("persistent volume %q has no spec.awsElasticBlockStore", p.Name)
 		}
@@ -259,7 +259,7 @@ func SetVolume(pv runtime.Unstructured, volumeID, availabilityZone string) (runt
 }
 
 // content returns pv's map, refusing nil PVs and nil pointers behind the interface.
-func content(pv runtime.Unstructured) (map[string]interface{}, error) {
+func content(pv runtime.Unstructured) (map[string]any, error) {
 	if pv == nil {
 		return nil, errors.New("persistent volume is nil")
 	}
@@ -268,7 +268,7 @@ func content(pv runtime.Unstructured) (map[string]interface{}, error) {
 	}
 	obj := pv.UnstructuredContent()
 	if obj == nil {
-		return map[string]interface{}{}, nil
+		return map[string]any{}, nil
 	}
 	return obj, nil
 }
@@ -291,10 +291,10 @@ func splitInTreeID(s string) (prefix, az, id string, ok bool) {
 }
 
 // lookup walks nested maps; it returns nil where a key is missing or a value is not a map.
-func lookup(obj map[string]interface{}, keys ...string) interface{} {
-	var cur interface{} = obj
+func lookup(obj map[string]any, keys ...string) any {
+	var cur any = obj
 	for _, k := range keys {
-		m, ok := cur.(map[string]interface{})
+		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil
 		}
@@ -303,13 +303,13 @@ func lookup(obj map[string]interface{}, keys ...string) interface{} {
 	return cur
 }
 
-// stringMap reads a string map held as map[string]interface{} or map[string]string,
+// stringMap reads a string map held as map[string]any or map[string]string,
 // skipping values that are not strings.
-func stringMap(v interface{}) map[string]string {
+func stringMap(v any) map[string]string {
 	switch m := v.(type) {
 	case map[string]string:
 		return m
-	case map[string]interface{}:
+	case map[string]any:
 		out := make(map[string]string, len(m))
 		for k, val := range m {
 			if s, ok := val.(string); ok {
@@ -321,12 +321,12 @@ func stringMap(v interface{}) map[string]string {
 	return nil
 }
 
-// stringList reads a list of strings held as []interface{} or []string; ok=false if any item is not a string.
-func stringList(v interface{}) ([]string, bool) {
+// stringList reads a list of strings held as []any or []string; ok=false if any item is not a string.
+func stringList(v any) ([]string, bool) {
 	switch l := v.(type) {
 	case []string:
 		return l, true
-	case []interface{}:
+	case []any:
 		out := make([]string, 0, len(l))
 		for _, item := range l {
 			s, ok := item.(string)
@@ -352,13 +352,13 @@ func firstSingle(values ...string) string {
 }
 
 // matchExpressions calls f on every match expression of the PV's required node affinity.
-func matchExpressions(obj map[string]interface{}, f func(expr map[string]interface{})) {
-	terms, _ := lookup(obj, "spec", "nodeAffinity", "required", "nodeSelectorTerms").([]interface{})
+func matchExpressions(obj map[string]any, f func(expr map[string]any)) {
+	terms, _ := lookup(obj, "spec", "nodeAffinity", "required", "nodeSelectorTerms").([]any)
 	for _, t := range terms {
-		term, _ := t.(map[string]interface{})
-		exprs, _ := term["matchExpressions"].([]interface{})
+		term, _ := t.(map[string]any)
+		exprs, _ := term["matchExpressions"].([]any)
 		for _, e := range exprs {
-			if expr, ok := e.(map[string]interface{}); ok {
+			if expr, ok := e.(map[string]any); ok {
 				f(expr)
 			}
 		}
@@ -366,9 +366,9 @@ func matchExpressions(obj map[string]interface{}, f func(expr map[string]interfa
 }
 
 // affinityZone returns the value of the first In expression on a zone key that has exactly one value.
-func affinityZone(obj map[string]interface{}) string {
+func affinityZone(obj map[string]any) string {
 	zone := ""
-	matchExpressions(obj, func(expr map[string]interface{}) {
+	matchExpressions(obj, func(expr map[string]any) {
 		if zone != "" || expr["operator"] != "In" {
 			return
 		}
@@ -384,20 +384,20 @@ func affinityZone(obj map[string]interface{}) string {
 }
 
 // setLabels sets label key to value, and deprecatedKey too if it is present.
-func setLabels(obj map[string]interface{}, key, deprecatedKey, value string) error {
+func setLabels(obj map[string]any, key, deprecatedKey, value string) error {
 	meta, present := obj["metadata"]
 	if !present || meta == nil {
-		meta = map[string]interface{}{}
+		meta = map[string]any{}
 		obj["metadata"] = meta
 	}
-	metaMap, ok := meta.(map[string]interface{})
+	metaMap, ok := meta.(map[string]any)
 	if !ok {
 		return fmt.Errorf("metadata is a %T, not an object", meta)
 	}
 	switch labels := metaMap["labels"].(type) {
 	case nil:
-		metaMap["labels"] = map[string]interface{}{key: value}
-	case map[string]interface{}:
+		metaMap["labels"] = map[string]any{key: value}
+	case map[string]any:
 		labels[key] = value
 		if _, has := labels[deprecatedKey]; has {
 			labels[deprecatedKey] = value
@@ -415,8 +415,8 @@ func setLabels(obj map[string]interface{}, key, deprecatedKey, value string) err
 
 // rewriteAffinity points every In expression on a zone key at zone and on a region key at
 // region; an empty zone or region leaves those expressions alone.
-func rewriteAffinity(obj map[string]interface{}, zone, region string) {
-	matchExpressions(obj, func(expr map[string]interface{}) {
+func rewriteAffinity(obj map[string]any, zone, region string) {
+	matchExpressions(obj, func(expr map[string]any) {
 		if expr["operator"] != "In" {
 			return
 		}
@@ -434,28 +434,28 @@ func rewriteAffinity(obj map[string]interface{}, zone, region string) {
 		if values, ok := stringList(expr["values"]); ok && len(values) == 1 && values[0] == want {
 			return
 		}
-		expr["values"] = []interface{}{want}
+		expr["values"] = []any{want}
 	})
 }
 
 // deepCopy copies the maps and slices of an unstructured value; other values are shared.
 // Unlike runtime.DeepCopyJSONValue it accepts any value without panicking.
-func deepCopy(v interface{}) interface{} {
+func deepCopy(v any) any {
 	switch x := v.(type) {
-	case map[string]interface{}:
+	case map[string]any:
 		if x == nil {
-			return map[string]interface{}{}
+			return map[string]any{}
 		}
-		out := make(map[string]interface{}, len(x))
+		out := make(map[string]any, len(x))
 		for k, val := range x {
 			out[k] = deepCopy(val)
 		}
 		return out
-	case []interface{}:
+	case []any:
 		if x == nil {
 			return x
 		}
-		out := make([]interface{}, len(x))
+		out := make([]any, len(x))
 		for i, val := range x {
 			out[i] = deepCopy(val)
 		}
