@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -98,12 +99,20 @@ func (f *Factory) ForCredentials(creds Credentials) Regional {
 	}
 }
 
+// credentialsTimeout bounds one attempt to obtain credentials. The providers' own clients (STS
+// for web identity) retry with the SDK's patient retryer, which would wait out an identity
+// provider's outage inside one Progress call and hold Velero's reconcile; past this the caller
+// hears a CredentialsError, reports it and tries again at its next call.
+const credentialsTimeout = 5 * time.Second
+
 // markCredentialFailures wraps every error of a credentials provider (STS, web identity / IRSA,
 // EKS Pod Identity, container and instance-metadata credentials) in a CredentialsError, so that
-// callers can tell "no credentials yet" from EC2's own answers.
+// callers can tell "no credentials yet" from EC2's own answers, and bounds the time it may take.
 type markCredentialFailures struct{ aws.CredentialsProvider }
 
 func (p markCredentialFailures) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
 	c, err := p.CredentialsProvider.Retrieve(ctx)
 	if err != nil {
 		return c, &CredentialsError{Err: err}
