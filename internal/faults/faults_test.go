@@ -86,7 +86,7 @@ func TestResultOK(t *testing.T) {
 func TestWriteTable(t *testing.T) {
 	var b strings.Builder
 	err := WriteTable(&b, []*Result{
-		{Scenario: "A", Load: "1 volume", Faults: "none", Operations: 1, Duration: 1500 * time.Millisecond},
+		{Scenario: "A", Load: "1 volume", Faults: "none", Operations: 1, Duration: 1500 * time.Millisecond, LongestReconcile: 1234 * time.Millisecond},
 		{Scenario: "B", Load: "2 volumes", Faults: "errors", Operations: 2, Failed: 1, WantFailed: 1, NotDeleted: true},
 		{Scenario: "C", Load: "3 volumes", Faults: "drops", Operations: 3, Duplicates: 1, Leaked: 2},
 	})
@@ -94,10 +94,10 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Duration | Result |",
-		"| A | 1 volume | none | 0 of 1 | 0 | 0 | 2s | pass |",
-		"| B | 2 volumes | errors | 1 of 2 (1 intended) | 0 | – (not deleted) | 0s | pass |",
-		"| C | 3 volumes | drops | 0 of 3 | 1 | 2 | 0s | **FAIL** |",
+		"| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |",
+		"| A | 1 volume | none | 0 of 1 | 0 | 0 | 1.2s | 2s | pass |",
+		"| B | 2 volumes | errors | 1 of 2 (1 intended) | 0 | – (not deleted) | 0s | 0s | pass |",
+		"| C | 3 volumes | drops | 0 of 3 | 1 | 2 | 0s | 0s | **FAIL** |",
 	} {
 		if !strings.Contains(b.String(), want+"\n") {
 			t.Errorf("table lacks %q:\n%s", want, b.String())

@@ -29,6 +29,9 @@ type Result struct {
 	NotDeleted bool
 	// Duration is the scenario's wall-clock time.
 	Duration time.Duration
+	// LongestReconcile is the longest time one reconcile of any of its backups spent in the
+	// plugin's Progress and Cancel calls.
+	LongestReconcile time.Duration
 	// Problems are the scenario's other failed expectations.
 	Problems []string
 }
@@ -60,8 +63,8 @@ func (r *Result) leaked() string {
 // WriteTable writes results as the README's Reliability table (Markdown).
 func WriteTable(w io.Writer, results []*Result) error {
 	var b strings.Builder
-	b.WriteString("| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Duration | Result |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		failed := fmt.Sprintf("%d of %d", r.Failed, r.Operations)
 		if r.WantFailed > 0 {
@@ -71,8 +74,8 @@ func WriteTable(w io.Writer, results []*Result) error {
 		if !r.OK() {
 			verdict = "**FAIL**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s |\n", r.Scenario, r.Load, r.Faults, failed,
-			r.Duplicates, r.leaked(), r.Duration.Round(time.Second), verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.Scenario, r.Load, r.Faults, failed,
+			r.Duplicates, r.leaked(), r.LongestReconcile.Round(100*time.Millisecond), r.Duration.Round(time.Second), verdict)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -150,6 +150,7 @@ func (r *Rig) BackupPVs(ctx context.Context, res *Result, req harness.BackupRequ
 		return b, fmt.Errorf("backup %s: %w", req.Name, err)
 	}
 	res.Operations += len(b.Operations)
+	res.LongestReconcile = max(res.LongestReconcile, b.LongestReconcile)
 	for _, op := range b.Operations {
 		if op.Status.Phase == itemoperation.OperationPhaseFailed {
 			res.Failed++
@@ -272,8 +273,9 @@ func (r *Rig) CountLeaked(res *Result, settle time.Duration) {
 	}
 }
 
-// Duplicates counts, for backup, the source snapshots beyond one per volume and the copies
-// beyond one per source, in every region of the simulator's scenarios.
+// Duplicates counts, for every backup of the name (each Backup by its UID, so a reused name is
+// not a duplicate), the source snapshots beyond one per volume and the copies beyond one per
+// source, in every region of the simulator's scenarios.
 func Duplicates(sim *ec2sim.Simulator, backup string) int {
 	perVolume, perSource := map[string]int{}, map[string]int{}
 	for _, region := range []string{SourceRegion, CopyRegion} {
@@ -284,7 +286,7 @@ func Duplicates(sim *ec2sim.Simulator, backup string) int {
 			if s.SourceSnapshotID != "" {
 				perSource[s.SourceSnapshotID]++
 			} else {
-				perVolume[region+"/"+s.VolumeID]++
+				perVolume[region+"/"+s.Tags[ebs.TagBackupUID]+"/"+s.VolumeID]++
 			}
 		}
 	}

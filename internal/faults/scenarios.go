@@ -24,7 +24,7 @@ type Scenario struct {
 
 // Sizes scale the scenarios: Full is what make fault runs, Quick what go test runs.
 type Sizes struct {
-	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes int
+	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes, ReusedVolumes int
 	// AmbiguousCopies makes copies in the ambiguous-failures scenario: every CopySnapshot whose
 	// outcome is unknown costs the plugin's wait for EC2's listing lag before it asks again.
 	AmbiguousCopies bool
@@ -35,14 +35,15 @@ type Sizes struct {
 	PendingGP3 bool
 }
 
-// Full are the sizes of make fault.
-var Full = Sizes{StormVolumes: 1000, AmbiguousVolumes: 50, ConsistencyVolumes: 30, KillTrials: 20, KillVolumes: 8,
-	CopySlotVolumes: 100, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
+// Full are the sizes of make fault. The storm is the one of the benchmark targets: 300 volumes at
+// 10% of AWS's rates, about a quarter of an hour.
+var Full = Sizes{StormVolumes: 300, AmbiguousVolumes: 50, ConsistencyVolumes: 30, KillTrials: 20, KillVolumes: 8,
+	CopySlotVolumes: 100, ReusedVolumes: 30, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
 
 // Quick are the sizes of go test: every scenario but the storm, smaller, and no copies where
 // each unknown CopySnapshot outcome costs a wait.
 var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6,
-	CopySlotVolumes: 45, Invisible: 10 * time.Second}
+	CopySlotVolumes: 45, ReusedVolumes: 8, Invisible: 10 * time.Second}
 
 // Scenarios returns the fault scenarios at the given sizes, the heavy storm first.
 func Scenarios(z Sizes) []Scenario {
@@ -90,6 +91,12 @@ func Scenarios(z Sizes) []Scenario {
 			Run:    deletions,
 		},
 		{
+			Name: "Reused names, two installs", Timeout: 5 * time.Minute,
+			Load:   fmt.Sprintf("backup %q of %d volumes with copies, then again (old snapshots kept) while another install backs up %d others under the same name; deletion", "nightly", z.ReusedVolumes, z.ReusedVolumes),
+			Faults: "same backup name three times in one account: an earlier backup's snapshots and copies, another cluster's at the same time",
+			Run:    func(ctx context.Context, e *Env, res *Result) error { return reusedNames(ctx, e, res, z.ReusedVolumes) },
+		},
+		{
 			Name: "Quotas", Timeout: 10 * time.Minute,
 			Load:   quotaLoad(z),
 			Faults: quotaFaults(z),
@@ -97,6 +104,10 @@ func Scenarios(z Sizes) []Scenario {
 		},
 	}
 }
+
+// deletionSettle is how long a scenario waits, after deleting, for snapshots whose deletion is
+// pending (EC2 removes them when they complete) before it counts what is left.
+const deletionSettle = 20 * time.Second
 
 // Run plays one scenario and returns what it measured.
 func (e *Env) Run(ctx context.Context, s Scenario) *Result {
@@ -138,7 +149,7 @@ func backupAndDeleteTo(ctx context.Context, r *Rig, res *Result, name, copyTo st
 	}
 	r.Check(res, b, wantFailed)
 	r.Delete(res, b, loc)
-	r.CountLeaked(res, 20*time.Second)
+	r.CountLeaked(res, deletionSettle)
 	return nil
 }
 

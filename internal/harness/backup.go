@@ -65,6 +65,9 @@ type BackupResult struct {
 	OperationErrors []string
 	// Reconciles counts the operation reconciles.
 	Reconciles int
+	// LongestReconcile is the longest time one reconcile spent in the plugin's Progress and
+	// Cancel calls: while it lasts, Velero's operations controller reconciles no other backup.
+	LongestReconcile time.Duration
 	// ItemPhase is the time from start to WaitingForPluginOperations; Total from start to the end.
 	ItemPhase, Total time.Duration
 }
@@ -116,6 +119,7 @@ func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, er
 				st.Phase = velerov1api.BackupPhaseWaitingForPluginOperationsPartiallyFailed
 			}
 			res.Reconciles = n
+			res.LongestReconcile = max(res.LongestReconcile, t.took)
 			c.observe(backupStatus(res, start))
 		})
 		res.OperationErrors = errs

@@ -47,6 +47,8 @@ type tally struct {
 	inProgress        bool
 	completed, failed int
 	errs              []string
+	// took is how long the reconcile's Progress and Cancel calls took, one after another.
+	took time.Duration
 }
 
 // progressAll is one reconcile's pass over the operations, with the rules of
@@ -134,7 +136,9 @@ func (c *Core) waitForOperations(ctx context.Context, cl operationClient, ops []
 			c.Hooks.BeforeReconcile(n)
 		}
 		m := c.Plugins()
+		start := time.Now()
 		t := c.progressAll(m, cl, ops, timeout, n)
+		t.took = time.Since(start)
 		m.CleanupClients()
 		errs = append(errs, t.errs...)
 		report(n, t)
