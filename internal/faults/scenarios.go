@@ -14,7 +14,8 @@ import (
 type Scenario struct {
 	// Name, Load and Faults describe it in the Reliability table.
 	Name, Load, Faults string
-	// Heavy scenarios run only in full runs (make fault, FAULT_FULL=1).
+	// Heavy scenarios run only in full runs (make fault, FAULT_FULL=1): the storm, and those the
+	// integration tests already play in go test.
 	Heavy bool
 	// Timeout bounds the run.
 	Timeout time.Duration
@@ -91,10 +92,22 @@ func Scenarios(z Sizes) []Scenario {
 			Run:    deletions,
 		},
 		{
-			Name: "Reused names, two installs", Timeout: 5 * time.Minute,
+			Name: "Reused names, two installs", Heavy: true, Timeout: 5 * time.Minute,
 			Load:   fmt.Sprintf("backup %q of %d volumes with copies, then again (old snapshots kept) while another install backs up %d others under the same name; deletion", "nightly", z.ReusedVolumes, z.ReusedVolumes),
 			Faults: "same backup name three times in one account: an earlier backup's snapshots and copies, another cluster's at the same time",
 			Run:    func(ctx context.Context, e *Env, res *Result) error { return reusedNames(ctx, e, res, z.ReusedVolumes) },
+		},
+		{
+			Name: "One source EC2 will not tag", Heavy: true, Timeout: 3 * time.Minute,
+			Load:   "20 volumes, copies, deletion",
+			Faults: "another tool fills one source snapshot to EC2's 50 tags while the backup waits",
+			Run:    func(ctx context.Context, e *Env, res *Result) error { return untaggable(ctx, e, res, 20) },
+		},
+		{
+			Name: "Operation cancelled", Heavy: true, Timeout: 3 * time.Minute,
+			Load:   "21 volumes, copies of 30–35 s (beyond the plugin's listing lag), deletion",
+			Faults: "Velero's item-operation timeout cancels one operation in the third reconcile",
+			Run:    func(ctx context.Context, e *Env, res *Result) error { return cancelled(ctx, e, res, 21) },
 		},
 		{
 			Name: "Quotas", Timeout: 10 * time.Minute,

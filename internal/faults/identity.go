@@ -4,13 +4,27 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/sirupsen/logrus"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	corev1api "k8s.io/api/core/v1"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/harness"
+)
+
+const (
+	// maxTags is EC2's limit of tags on a resource.
+	maxTags = 50
+	// listingLagOfThePlugin is the plugin's default wait for EC2 to list what it made: a
+	// cancelled copy could be started again once it has passed.
+	listingLagOfThePlugin = 30 * time.Second
 )
 
 // reusedNames plays what makes a backup's name identify nothing: a backup named again while the
@@ -79,4 +93,60 @@ func checkOwn(res *Result, b *harness.BackupResult, pvs []*corev1api.PersistentV
 	if len(b.Snapshots) != len(pvs) || len(b.Operations) != len(pvs) {
 		res.Problemf("backup %s (%s): %d snapshots and %d operations for %d PVs", b.Backup.Name, b.Backup.UID, len(b.Snapshots), len(b.Operations), len(pvs))
 	}
+}
+
+// untaggable fills one source snapshot to EC2's 50 tags while its backup waits (another tool
+// tagging it): only that operation may fail, naming the refusal; every other volume gets its copy.
+func untaggable(ctx context.Context, e *Env, res *Result, volumes int) error {
+	return e.withRig("untaggable", FastConfig(8), volumes, func(r *Rig) error {
+		victim := r.PVs[len(r.PVs)-1].Name
+		const name = "untaggable"
+		var fillErr error
+		r.Core.Hooks.AfterItem = func(i int) {
+			if i != len(r.PVs)-1 {
+				return
+			}
+			src, _ := r.SourceOf(name, victim)
+			tags := make([]types.Tag, 0, maxTags)
+			for k := len(src.Tags); k < maxTags; k++ {
+				tags = append(tags, types.Tag{Key: aws.String(fmt.Sprintf("other-tool-%02d", k)), Value: aws.String("x")})
+			}
+			_, fillErr = r.EC2(SourceRegion).CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{src.ID}, Tags: tags})
+		}
+		defer func() { r.Core.Hooks.AfterItem = nil }()
+		err := backupAndDeleteTo(ctx, r, res, name, CopyRegion, map[string]string{victim: "TagLimitExceeded"})
+		if fillErr != nil {
+			res.Problemf("filling the tags of %s's snapshot: %v", victim, fillErr)
+		}
+		res.WantFailed = 1
+		return err
+	})
+}
+
+// cancelled has Velero cancel one operation early (its item-operation timeout) while the others
+// go on past EC2's listing lag: that operation fails, and no copy of its source may exist at the
+// end, although later reconciles could start one.
+func cancelled(ctx context.Context, e *Env, res *Result, volumes int) error {
+	cfg := FastConfig(9)
+	cfg.CopyDuration = ec2sim.Range(listingLagOfThePlugin, listingLagOfThePlugin+5*time.Second)
+	return e.withRig("cancelled", cfg, volumes, func(r *Rig) error {
+		victim := r.PVs[0].Name
+		r.Core.Hooks.Expire = func(n int, op *harness.Operation) bool { return n == 3 && op.Resource.Name == victim }
+		defer func() { r.Core.Hooks.Expire = nil }()
+		const name = "cancelled"
+		loc := Location(SourceRegion, CopyRegion)
+		b, err := r.Backup(ctx, res, name, loc)
+		if err != nil {
+			return err
+		}
+		res.WantFailed = 1
+		r.Check(res, b, map[string]string{victim: "timed out"})
+		if src, cp := r.SourceOf(name, victim); cp.ID != "" {
+			res.Duplicates++ // a copy nobody tracks, holding a slot
+			res.Problemf("the cancelled operation's source %s has copy %s (%s)", src.ID, cp.ID, cp.State)
+		}
+		r.Delete(res, b, loc)
+		r.CountLeaked(res, deletionSettle)
+		return nil
+	})
 }
