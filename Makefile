@@ -27,7 +27,7 @@ demo:
 bench:
 	go run ./internal/cmd/bench -out bench-results.json $(BENCH_FLAGS)
 
-## fault: the fault suite (throttling storm, ambiguous failures, eventual consistency, plugin kills, snapshots in error, deletions, quotas); prints the Reliability table and fails on any failed operation, duplicate or leak. FAULT_FLAGS='-skip storm' leaves out the hour-long storm
+## fault: the fault suite (throttling storm, ambiguous failures, eventual consistency, plugin kills, snapshots in error, deletions, reused names, an untaggable source, a cancelled operation, quotas); prints the Reliability table and fails on any failed operation, duplicate or leak. FAULT_FLAGS='-skip storm' leaves out the 20-minute storm
 fault:
 	go run ./internal/cmd/fault $(FAULT_FLAGS)
 
