@@ -335,39 +335,12 @@ func (r *rig) accountBRestore(sim simClient, backup string) {
 	}
 
 	name := accountBRestore
-	pl := r.watchPhases(name, true)
-	defer pl.cancel()
 	r.step("velero restore create %s --from-backup %s (location %s, account B, region %s)", name, backup, vslNameB, srcRegion)
-	out := r.mustVelero("restore", "create", name, "--from-backup", backup)
-	r.saw("%s", firstLine(out))
-	rs := r.waitRestoreDone(name, 5*time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	rphases := pl.get()
-	r.saw("restore %s phases observed by watch: %v", name, rphases)
-	if want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}; !isSubsequence(want, rphases) {
-		t.Errorf("restore phases %v do not contain %v in order", rphases, want)
-	}
-	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
-		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
-		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
-	d, _ := r.velero("restore", "describe", name, "--details", "--colorized=false")
-	r.saveDescribe(name+"-final", d, true)
-	logs, _ := r.velero("restore", "logs", name)
-	r.saveLog(name+"-restore-logs", logs)
-	if rs.Status.RestoreItemOperationsAttempted != len(volumesB) || rs.Status.RestoreItemOperationsCompleted != len(volumesB) {
-		t.Errorf("restore item operations attempted/completed = %d/%d, want %d (one per PV)", rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted, len(volumesB))
-	}
-	if !strings.Contains(d, "velero-async.io/aws-volume-restore") {
-		t.Errorf("`velero restore describe --details` shows no operation of velero-async.io/aws-volume-restore")
-	}
+	_, d := r.restore(t, name, backup, len(volumesB))
 	for _, fallback := range []string{"no Kubernetes API access", "default AWS credential"} {
 		if strings.Contains(d, fallback) {
 			t.Errorf("restore describe says %q: the restore action did not use the location's credentials", fallback)
 		}
-	}
-	if rs.Status.Phase != velerov1.RestorePhaseCompleted {
-		r.saveDescribe(name+"-restore-logs", logs, false)
-		t.Errorf("restore %s ended %s, want Completed", name, rs.Status.Phase)
 	}
 
 	inB := map[string]simObject{}

@@ -703,35 +703,8 @@ func (r *rig) drRestore(sim simClient, backup string) {
 	}
 
 	name := "e2e-dr"
-	pl := r.watchPhases(name, true)
-	defer pl.cancel()
 	r.step("velero restore create %s --from-backup %s", name, backup)
-	out := r.mustVelero("restore", "create", name, "--from-backup", backup)
-	r.saw("%s", firstLine(out))
-	rs := r.waitRestoreDone(name, 5*time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	rphases := pl.get()
-	r.saw("restore %s phases observed by watch: %v", name, rphases)
-	if want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}; !isSubsequence(want, rphases) {
-		t.Errorf("restore phases %v do not contain %v in order", rphases, want)
-	}
-	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
-		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
-		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
-	d, _ := r.velero("restore", "describe", name, "--details", "--colorized=false")
-	r.saveDescribe(name+"-final", d, true)
-	rlogs, _ := r.velero("restore", "logs", name)
-	r.saveLog(name+"-restore-logs", rlogs)
-	if rs.Status.RestoreItemOperationsAttempted != len(volumes) {
-		t.Errorf("restore item operations attempted = %d, want %d (one per PV, by velero-async.io/aws-volume-restore)", rs.Status.RestoreItemOperationsAttempted, len(volumes))
-	}
-	if !strings.Contains(d, "velero-async.io/aws-volume-restore") {
-		t.Errorf("`velero restore describe --details` shows no operation of velero-async.io/aws-volume-restore")
-	}
-	if rs.Status.Phase != velerov1.RestorePhaseCompleted {
-		r.saveDescribe(name+"-restore-logs", rlogs, false)
-		t.Errorf("restore %s ended %s, want Completed", name, rs.Status.Phase)
-	}
+	r.restore(t, name, backup, len(volumes))
 
 	west := map[string]simObject{}
 	for _, v := range live(sim.listIn("volumes", copyRegion, r.acctA().ID)) {

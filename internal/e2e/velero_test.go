@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -354,4 +355,42 @@ func must(t interface {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+}
+
+// restore runs `velero restore create NAME --from-backup BACKUP`, waits for it to end and checks
+// what every restore of this plugin must show: the phases up to Completed, one operation of
+// velero-async.io/aws-volume-restore per PV, in `velero restore describe --details`. It returns
+// the restore and that describe output.
+func (r *rig) restore(t *testing.T, name, backup string, pvs int) (*velerov1.Restore, string) {
+	t.Helper()
+	pl := r.watchPhases(name, true)
+	defer pl.cancel()
+	out := r.mustVelero("restore", "create", name, "--from-backup", backup)
+	r.saw("%s", firstLine(out))
+	rs := r.waitRestoreDone(name, 5*time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	rphases := pl.get()
+	r.saw("restore %s phases observed by watch: %v", name, rphases)
+	if want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}; !isSubsequence(want, rphases) {
+		t.Errorf("restore phases %v do not contain %v in order", rphases, want)
+	}
+	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
+		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
+		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
+	d, _ := r.velero("restore", "describe", name, "--details", "--colorized=false")
+	r.saveDescribe(name+"-final", d, true)
+	logs, _ := r.velero("restore", "logs", name)
+	r.saveLog(name+"-restore-logs", logs)
+	if rs.Status.RestoreItemOperationsAttempted != pvs || rs.Status.RestoreItemOperationsCompleted != pvs {
+		t.Errorf("restore item operations attempted/completed = %d/%d, want %d (one per PV, by velero-async.io/aws-volume-restore)",
+			rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted, pvs)
+	}
+	if !strings.Contains(d, "velero-async.io/aws-volume-restore") {
+		t.Errorf("`velero restore describe --details` shows no operation of velero-async.io/aws-volume-restore")
+	}
+	if rs.Status.Phase != velerov1.RestorePhaseCompleted {
+		r.saveDescribe(name+"-restore-logs", logs, false)
+		t.Errorf("restore %s ended %s, want Completed", name, rs.Status.Phase)
+	}
+	return rs, d
 }
