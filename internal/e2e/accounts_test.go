@@ -360,14 +360,7 @@ func (r *rig) accountBRestore(sim simClient, backup string) {
 			t.Errorf("PV %s not restored: %v", v.PV, err)
 			continue
 		}
-		volID := ""
-		switch {
-		case pv.Spec.AWSElasticBlockStore != nil:
-			volID = pv.Spec.AWSElasticBlockStore.VolumeID
-			volID = volID[strings.LastIndex(volID, "/")+1:]
-		case pv.Spec.CSI != nil:
-			volID = pv.Spec.CSI.VolumeHandle
-		}
+		volID := pvVolumeID(&pv)
 		r.saw("restored PV %s: %s; labels %v; node affinity %s", v.PV, pvSource(&pv), pv.Labels, affinityString(pv.Spec.NodeAffinity))
 		wv, ok := inB[volID]
 		switch {

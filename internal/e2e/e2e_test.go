@@ -717,14 +717,7 @@ func (r *rig) drRestore(sim simClient, backup string) {
 			t.Errorf("PV %s not restored: %v", v.PV, err)
 			continue
 		}
-		var volID string
-		switch {
-		case pv.Spec.AWSElasticBlockStore != nil:
-			volID = pv.Spec.AWSElasticBlockStore.VolumeID
-			volID = volID[strings.LastIndex(volID, "/")+1:]
-		case pv.Spec.CSI != nil:
-			volID = pv.Spec.CSI.VolumeHandle
-		}
+		volID := pvVolumeID(&pv)
 		r.saw("restored PV %s: %s; labels %v; node affinity %s", v.PV, pvSource(&pv), pv.Labels, affinityString(pv.Spec.NodeAffinity))
 		wv, ok := west[volID]
 		switch {

@@ -394,3 +394,15 @@ func (r *rig) restore(t *testing.T, name, backup string, pvs int) (*velerov1.Res
 	}
 	return rs, d
 }
+
+// pvVolumeID is the EBS volume ID a PV points at, in-tree (aws://ZONE/vol-…) or CSI.
+func pvVolumeID(pv *corev1.PersistentVolume) string {
+	switch {
+	case pv.Spec.AWSElasticBlockStore != nil:
+		id := pv.Spec.AWSElasticBlockStore.VolumeID
+		return id[strings.LastIndex(id, "/")+1:]
+	case pv.Spec.CSI != nil:
+		return pv.Spec.CSI.VolumeHandle
+	}
+	return ""
+}
