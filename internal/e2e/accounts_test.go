@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,12 +119,7 @@ func (r *rig) simConfig(cfg string) (full, shown []byte) {
 
 // createCredentialSecrets creates the Secrets of every location and of the BSL.
 func (r *rig) createCredentialSecrets() {
-	names := make([]string, 0, len(r.creds))
-	for n := range r.creds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(r.creds)) {
 		c := r.creds[n]
 		must(r.t, r.c.Create(context.Background(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: veleroNS},
@@ -406,12 +403,7 @@ func (r *rig) checkNoSecretsInLogs() {
 	r.stop(r.server)
 	var needles []needle
 	keyIDs := map[string]string{}
-	names := make([]string, 0, len(r.creds))
-	for n := range r.creds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(r.creds)) {
 		c := r.creds[n]
 		needles = append(needles,
 			needle{"secret key of Secret " + n, c.SecretKey},
