@@ -12,7 +12,7 @@ all: build
 ## build: the plugin binary and the EC2 simulator, into $(BIN)/
 build:
 	go build -o $(BIN)/$(PLUGIN) .
-	go build -o $(BIN)/ec2sim ./internal/cmd/ec2sim
+	go build -o $(BIN)/ec2sim ./internal/testkit/cmd/ec2sim
 
 ## test: vet and every test (unit, simulator, plugin binary, Velero harness integration)
 test:
@@ -21,19 +21,19 @@ test:
 
 ## demo: a 50-volume backup with copies, a restore in the copy region and the deletion, on the bundled EC2 simulator
 demo:
-	go run ./internal/cmd/demo $(DEMO_FLAGS)
+	go run ./internal/testkit/cmd/demo $(DEMO_FLAGS)
 
 ## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
 bench:
-	go run ./internal/cmd/bench -out bench-results.json $(BENCH_FLAGS)
+	go run ./internal/testkit/cmd/bench -out bench-results.json $(BENCH_FLAGS)
 
 ## fault: the fault suite (throttling storm, ambiguous failures, eventual consistency, plugin kills, snapshots in error, deletions, reused names, an untaggable source, a cancelled operation, quotas); prints the Reliability table and fails on any failed operation, duplicate or leak. FAULT_FLAGS='-skip storm' leaves out the 20-minute storm
 fault:
-	go run ./internal/cmd/fault $(FAULT_FLAGS)
+	go run ./internal/testkit/cmd/fault $(FAULT_FLAGS)
 
 ## e2e: the plugin in a real Velero v1.18.3 server (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
 e2e:
-	go test -tags e2e -v -count=1 -timeout 40m ./internal/e2e/
+	go test -tags e2e -v -count=1 -timeout 40m ./internal/testkit/e2e/
 
 ## fuzz: each fuzz test for $(FUZZTIME)
 fuzz:

@@ -1,0 +1,80 @@
+// Package bench measures a whole backup with cross-region copies for three strategies
+// against the same simulated EC2: this plugin driven through Velero's plugin client, a
+// blocking baseline (snapshot, wait, copy, wait, one volume after another) and a naive
+// asynchronous baseline (one DescribeSnapshots per operation per poll, one copy per Progress
+// call of its own operation).
+package bench
+
+import (
+	"math"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+)
+
+// EC2 limits the lower bound depends on, as AWS documents them (ThrottleScale 1).
+const (
+	createSnapshotBurst = 100
+	createSnapshotRate  = 5 // per second
+	copySlots           = 20
+)
+
+// Scenario is one benchmark setting, shared by every strategy.
+type Scenario struct {
+	// Volumes is the number of PVs backed up.
+	Volumes int `json:"volumes"`
+	// Snapshots and Copies are how long snapshots and copies stay pending.
+	Snapshots ec2sim.DurationRange `json:"snapshotDuration"`
+	Copies    ec2sim.DurationRange `json:"copyDuration"`
+	// SyncPeriod is Velero's --item-operation-sync-frequency (and the baselines' poll interval).
+	SyncPeriod ec2sim.Duration `json:"syncPeriod"`
+	// ThrottleScale multiplies AWS's request rates (1: AWS's documented rates).
+	ThrottleScale float64 `json:"throttleScale"`
+	// SourceRegion holds the volumes; CopyRegion receives the copies.
+	SourceRegion string `json:"sourceRegion"`
+	CopyRegion   string `json:"copyRegion"`
+}
+
+// Standard is the benchmark's standard scenario: 200 volumes, snapshots of 5–10 s, copies of
+// 8–12 s, a 1 s sync period and throttling at AWS's documented rates.
+func Standard() Scenario {
+	return Scenario{
+		Volumes:       200,
+		Snapshots:     ec2sim.Range(5*time.Second, 10*time.Second),
+		Copies:        ec2sim.Range(8*time.Second, 12*time.Second),
+		SyncPeriod:    ec2sim.Duration{Duration: time.Second},
+		ThrottleScale: 1,
+		SourceRegion:  "us-east-1",
+		CopyRegion:    "us-west-2",
+	}
+}
+
+// simConfig is the simulator configuration of the scenario.
+func (s Scenario) simConfig() ec2sim.Config {
+	return ec2sim.Config{SnapshotDuration: s.Snapshots, CopyDuration: s.Copies, ThrottleScale: s.ThrottleScale, CopyLimit: copySlots, Seed: 42}
+}
+
+// LowerBound is the shortest any strategy can take: the time to issue every CreateSnapshot at
+// EC2's CreateSnapshot rate (a burst of 100, then 5 per second), plus the longest snapshot,
+// plus ceil(N/20) copy waves (the 20-copy quota) of the mean copy duration.
+func (s Scenario) LowerBound() time.Duration {
+	scale := s.ThrottleScale
+	if scale <= 0 {
+		scale = math.Inf(1)
+	}
+	excess := math.Max(0, float64(s.Volumes)-createSnapshotBurst*scale)
+	issue := time.Duration(excess / (createSnapshotRate * scale) * float64(time.Second))
+	waves := time.Duration((s.Volumes + copySlots - 1) / copySlots)
+	return issue + longest(s.Snapshots) + waves*mean(s.Copies)
+}
+
+func longest(r ec2sim.DurationRange) time.Duration {
+	return max(r.Min.Duration, r.Max.Duration)
+}
+
+func mean(r ec2sim.DurationRange) time.Duration {
+	if r.Max.Duration == 0 {
+		return r.Min.Duration
+	}
+	return (r.Min.Duration + r.Max.Duration) / 2
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+)
+
+// summary is what the demo reports at the end.
+type summary struct {
+	o           options
+	backup      *harness.BackupResult
+	restore     *harness.RestoreResult
+	deletion    time.Duration
+	deleteErr   error
+	afterBackup ec2sim.Stats
+	final       ec2sim.Stats
+	left        map[string]int
+	peakMemory  int64
+	logPath     string
+}
+
+func (s summary) ok() bool {
+	return s.backup.Succeeded() && s.restore.Succeeded() && s.deleteErr == nil && s.leftover() == 0
+}
+
+func (s summary) leftover() int {
+	n := 0
+	for _, c := range s.left {
+		n += c
+	}
+	return n
+}
+
+func (s summary) print(w io.Writer) {
+	b, r := s.backup, s.restore
+	fmt.Fprintln(w, "Summary")
+	fmt.Fprintf(w, "  Backup %s: %s in %s (items %s, waiting for plugin operations %s, %d reconciles)\n",
+		b.Backup.Name, b.Backup.Status.Phase, round(b.Total), round(b.ItemPhase), round(b.Total-b.ItemPhase), b.Reconciles)
+	fmt.Fprintf(w, "    volume snapshots %d of %d, item operations %d of %d completed, %d failed\n",
+		b.Backup.Status.VolumeSnapshotsCompleted, b.Backup.Status.VolumeSnapshotsAttempted,
+		b.Backup.Status.BackupItemOperationsCompleted, b.Backup.Status.BackupItemOperationsAttempted, b.Backup.Status.BackupItemOperationsFailed)
+	for _, e := range append(b.ItemErrors, b.OperationErrors...) {
+		fmt.Fprintf(w, "    error: %s\n", e)
+	}
+	fmt.Fprintf(w, "  Restore %s in %s: %s in %s, %d volumes, item operations %d of %d completed, %d failed\n",
+		r.Restore.Name, s.o.copyRegion, r.Restore.Status.Phase, round(r.Total), len(r.Volumes),
+		r.Restore.Status.RestoreItemOperationsCompleted, r.Restore.Status.RestoreItemOperationsAttempted, r.Restore.Status.RestoreItemOperationsFailed)
+	for _, e := range append(r.ItemErrors, r.OperationErrors...) {
+		fmt.Fprintf(w, "    error: %s\n", e)
+	}
+	status := "done"
+	if s.deleteErr != nil {
+		status = "error: " + s.deleteErr.Error()
+	}
+	fmt.Fprintf(w, "  Deletion of %s: %s in %s\n", b.Backup.Name, status, round(s.deletion))
+	fmt.Fprintf(w, "  Copies made in %s: %d\n", s.o.copyRegion, sum(s.afterBackup.Copies[s.o.copyRegion]))
+	calls := harness.CallsByAction(s.final)
+	fmt.Fprintf(w, "  EC2 calls: %d in all, %d throttled (%s)\n", harness.TotalCalls(s.final), harness.CallsByOutcome(s.final)[harness.Throttled], harness.Throttled)
+	for _, action := range harness.SortedKeys(calls) {
+		fmt.Fprintf(w, "    %-24s %6d\n", action, calls[action])
+	}
+	if s.peakMemory > 0 {
+		fmt.Fprintf(w, "  Peak plugin process memory (VmHWM): %.1f MiB\n", float64(s.peakMemory)/(1<<20))
+	}
+	fmt.Fprintf(w, "  Left in the simulator after deletion: %d snapshots (%v); %d restored volumes in %s (the restored cluster's)\n",
+		s.leftover(), s.left, len(r.Volumes), s.o.copyRegion)
+	if s.logPath != "" {
+		fmt.Fprintf(w, "  Velero and plugin log: %s\n", s.logPath)
+	}
+	if s.ok() {
+		fmt.Fprintln(w, "OK")
+	} else {
+		fmt.Fprintln(w, "FAILED")
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }

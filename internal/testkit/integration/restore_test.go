@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1api "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+)
+
+// drLocation is the recovery cluster's location: the same name as the backed-up cluster's,
+// in the copy region.
+func drLocation() *velerov1api.VolumeSnapshotLocation {
+	return harness.NewLocation("default", map[string]string{ebs.ConfigRegion: copyRegion})
+}
+
+// A recovery cluster in the copy region restores every volume from its copy there, in an AZ of
+// that region, with the PV's zone, region and node affinity moved along and the volume's type,
+// IOPS and throughput kept; the restore waits until the volumes are available.
+func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
+	r := newRig(t, fastConfig(), 8)
+	res := r.backup(location(copyRegion), 0)
+	requireCompleted(t, res, len(r.pvs))
+	restore, err := r.core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-dr", Backup: res, Location: drLocation()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() {
+		t.Fatalf("restore phase %s; errors %v %v", restore.Restore.Status.Phase, restore.ItemErrors, restore.OperationErrors)
+	}
+	if len(restore.Volumes) != len(r.pvs) || len(restore.Operations) != len(r.pvs) {
+		t.Fatalf("%d volumes restored with %d operations, want %d each", len(restore.Volumes), len(restore.Operations), len(r.pvs))
+	}
+	copies := map[string]string{}
+	for _, s := range r.sim.Snapshots(copyRegion) {
+		copies[s.ID] = s.SourceSnapshotID
+	}
+	backedUp := volumesByID(r.sim.Volumes(sourceRegion))
+	restored := volumesByID(r.sim.Volumes(copyRegion))
+	items := map[string]*corev1api.PersistentVolume{}
+	for _, u := range restore.Items {
+		pv := &corev1api.PersistentVolume{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pv); err != nil {
+			t.Fatal(err)
+		}
+		items[pv.Name] = pv
+	}
+	for i, rv := range restore.Volumes {
+		v, ok := restored[rv.VolumeID]
+		if !ok {
+			t.Errorf("%s: restored volume %s not in %s", rv.PV, rv.VolumeID, copyRegion)
+			continue
+		}
+		if copies[v.SnapshotID] != rv.SnapshotID {
+			t.Errorf("%s: volume %s made from %s, want the copy of %s", rv.PV, v.ID, v.SnapshotID, rv.SnapshotID)
+		}
+		if v.State != "available" {
+			t.Errorf("%s: volume %s is %s after the restore completed", rv.PV, v.ID, v.State)
+		}
+		orig := backedUp[harness.VolumeIDOf(r.pvs[i])]
+		if v.Type != orig.Type || v.IOPS != orig.IOPS || v.Throughput != orig.Throughput || v.SizeGiB != orig.SizeGiB {
+			t.Errorf("%s: restored %s %d GiB %d IOPS %d MiB/s, backed up %s %d GiB %d IOPS %d MiB/s", rv.PV,
+				v.Type, v.SizeGiB, v.IOPS, v.Throughput, orig.Type, orig.SizeGiB, orig.IOPS, orig.Throughput)
+		}
+		if want := orig.AvailabilityZone[len(orig.AvailabilityZone)-1:]; v.AvailabilityZone != copyRegion+want {
+			t.Errorf("%s: restored in %s, want the AZ of the same letter %s%s", rv.PV, v.AvailabilityZone, copyRegion, want)
+		}
+		requireScheduledIn(t, items[rv.PV], v)
+	}
+}
+
+// requireScheduledIn fails unless every zone and region on the PV (labels, node affinity, the
+// in-tree volume ID) names the restored volume's AZ and region.
+func requireScheduledIn(t *testing.T, pv *corev1api.PersistentVolume, v ec2sim.Volume) {
+	t.Helper()
+	if pv == nil {
+		t.Errorf("volume %s: no restored PV", v.ID)
+		return
+	}
+	want := map[string]string{
+		"topology.kubernetes.io/zone":   v.AvailabilityZone,
+		"topology.ebs.csi.aws.com/zone": v.AvailabilityZone,
+		"topology.kubernetes.io/region": copyRegion,
+	}
+	for k, val := range pv.Labels {
+		if w, ok := want[k]; ok && val != w {
+			t.Errorf("%s: label %s=%s, want %s", pv.Name, k, val, w)
+		}
+	}
+	if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
+		for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				if w, ok := want[e.Key]; ok && (len(e.Values) != 1 || e.Values[0] != w) {
+					t.Errorf("%s: node affinity %s in %v, want %s", pv.Name, e.Key, e.Values, w)
+				}
+			}
+		}
+	}
+	switch {
+	case pv.Spec.AWSElasticBlockStore != nil:
+		if id := pv.Spec.AWSElasticBlockStore.VolumeID; id != "aws://"+v.AvailabilityZone+"/"+v.ID {
+			t.Errorf("%s: in-tree volume ID %s, want aws://%s/%s", pv.Name, id, v.AvailabilityZone, v.ID)
+		}
+	case pv.Spec.CSI != nil:
+		if pv.Spec.CSI.VolumeHandle != v.ID {
+			t.Errorf("%s: CSI volume handle %s, want %s", pv.Name, pv.Spec.CSI.VolumeHandle, v.ID)
+		}
+	}
+}
+
+func volumesByID(vols []ec2sim.Volume) map[string]ec2sim.Volume {
+	out := map[string]ec2sim.Volume{}
+	for _, v := range vols {
+		out[v.ID] = v
+	}
+	return out
+}
+
+// A backup whose copies timed out (Velero's item-operation timeout) is PartiallyFailed and can
+// be restored; in the copy region each volume's restore fails with an error naming the
+// snapshot, the region and the copy that is still pending.
+func TestRestoreBeforeCopyCompletedFailsClearly(t *testing.T) {
+	cfg := fastConfig()
+	cfg.SnapshotDuration = ec2sim.Fixed(300 * time.Millisecond)
+	cfg.CopyDuration = ec2sim.Fixed(time.Minute)
+	r := newRig(t, cfg, 2)
+	res := r.backup(location(copyRegion), 2*time.Second)
+	if res.Backup.Status.Phase != velerov1api.BackupPhasePartiallyFailed {
+		t.Fatalf("backup phase %s, want PartiallyFailed on the timeout", res.Backup.Status.Phase)
+	}
+	restore, err := r.core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-early", Backup: res, Location: drLocation()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restore.Succeeded() || len(restore.ItemErrors) != len(r.pvs) {
+		t.Fatalf("restore phase %s with item errors %v, want one error per PV", restore.Restore.Status.Phase, restore.ItemErrors)
+	}
+	errs := strings.Join(restore.ItemErrors, "\n")
+	for _, snap := range res.Snapshots {
+		for _, want := range []string{"snapshot " + snap.SnapshotID + " is not in " + copyRegion, "no completed copy", "is pending at"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("restore errors %q do not say %q", errs, want)
+			}
+		}
+	}
+	if n := len(r.sim.Volumes(copyRegion)); n != 0 {
+		t.Errorf("%d volumes created in %s by a failed restore", n, copyRegion)
+	}
+}

@@ -1,0 +1,97 @@
+package security
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/faults"
+)
+
+// policy is the part of an IAM policy document the test reads.
+type policy struct {
+	Statement []struct {
+		Effect string
+		Action []string
+	}
+}
+
+var jsonBlock = regexp.MustCompile("(?s)```json\n(.*?)```")
+
+// readmeEC2Actions returns the EC2 actions the README's IAM policy allows, without "ec2:".
+func readmeEC2Actions(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, m := range jsonBlock.FindAllSubmatch(b, -1) {
+		var p policy
+		if json.Unmarshal(m[1], &p) != nil || len(p.Statement) == 0 {
+			continue
+		}
+		for _, s := range p.Statement {
+			for _, a := range s.Action {
+				if name, ok := strings.CutPrefix(a, "ec2:"); ok && s.Effect == "Allow" {
+					if strings.ContainsAny(name, "*?") {
+						t.Fatalf("the README's policy allows %q: a wildcard is not least privilege", a)
+					}
+					actions = append(actions, name)
+				}
+			}
+		}
+	}
+	if len(actions) == 0 {
+		t.Fatal("no IAM policy with EC2 actions in README.md")
+	}
+	return actions
+}
+
+// TestIAMPolicyIsExactlyWhatThePluginNeeds runs a backup with copies (more copies than EC2
+// slots, so some are queued), a restore in the copy region and the deletion with the simulator
+// allowing only the README's EC2 actions: the run is clean. Then, for each action, with that
+// one denied: the run fails or leaves snapshots behind.
+func TestIAMPolicyIsExactlyWhatThePluginNeeds(t *testing.T) {
+	actions := readmeEC2Actions(t)
+	t.Logf("README policy: %v", actions)
+	run := func(t *testing.T, allowed []string) *faults.Result {
+		cfg := tinyConfig()
+		cfg.AllowedActions = allowed
+		cfg.CopyLimit = 1 // queued copies: the plugin clears their marks with DeleteTags
+		env := &faults.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
+		r, err := env.NewRig("iam", cfg, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		return cycle{rig: r, opTimeout: 8 * time.Second}.run(t.Context())
+	}
+	t.Run("README policy", func(t *testing.T) {
+		if res := run(t, actions); !res.OK() {
+			t.Fatalf("the run fails with the README's policy: %s", res.Summary())
+		}
+	})
+	for _, denied := range actions {
+		t.Run("without "+denied, func(t *testing.T) {
+			allowed := slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return a == denied })
+			res := run(t, allowed)
+			if res.OK() {
+				t.Fatalf("the run is clean without ec2:%s: the policy grants more than the plugin needs", denied)
+			}
+			t.Logf("without ec2:%s: %d of %d operations failed, %d leaked; first problem: %s", denied, res.Failed,
+				res.Operations, res.Leaked, first(res.Problems))
+		})
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return s[0]
+}
