@@ -40,7 +40,9 @@ func (a *SnapshotProgressAction) AppliesTo() (velero.ResourceSelector, error) {
 }
 
 // Execute returns the PV unchanged and, for an EBS volume Velero will snapshot natively, the ID
-// of an operation tracking that snapshot.
+// of an operation tracking that snapshot. Velero calls it once for every PV of a backup, so it
+// is where a PV of a CSI driver the plugin does not know, whose handle is an EBS volume ID, is
+// warned about in the backup's log.
 func (a *SnapshotProgressAction) Execute(item runtime.Unstructured, backup *velerov1.Backup) (runtime.Unstructured, []velero.ResourceIdentifier, string, []velero.ResourceIdentifier, error) {
 	op, why := a.operation(item, backup)
 	if why != "" {
@@ -61,14 +63,19 @@ func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *ve
 	if backup.Spec.SnapshotVolumes != nil && !*backup.Spec.SnapshotVolumes {
 		return ebs.Operation{}, "the backup does not snapshot volumes"
 	}
-	vol, ok, err := pv.Parse(item)
+	vol, kind, err := pv.Parse(item)
+	csiPath := features.IsEnabled(velerov1.CSIFeatureFlag)
 	switch {
 	case err != nil:
 		a.log.WithError(err).Warn("Not tracking a snapshot for a malformed EBS persistent volume")
 		return ebs.Operation{}, err.Error()
-	case !ok:
+	case kind == pv.UnknownCSIDriver && !csiPath:
+		a.log.Warnf("Persistent volume %s uses CSI driver %s, which this plugin does not know; its volume %s is not snapshotted by this plugin",
+			vol.Name, vol.Driver, vol.VolumeID)
+		return ebs.Operation{}, "unknown CSI driver " + vol.Driver
+	case kind != pv.EBS:
 		return ebs.Operation{}, "not an EBS volume"
-	case vol.CSI && features.IsEnabled(velerov1.CSIFeatureFlag):
+	case vol.CSI() && csiPath:
 		return ebs.Operation{}, "CSI volumes go through Velero's CSI path"
 	}
 	region := vol.Region

@@ -38,8 +38,8 @@ func (a *VolumeRestoreAction) AppliesTo() (velero.ResourceSelector, error) {
 // operation that waits for that volume.
 func (a *VolumeRestoreAction) Execute(input *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
 	out := velero.NewRestoreItemActionExecuteOutput(input.Item)
-	restored, ok, err := pv.Parse(input.Item)
-	if err != nil || !ok {
+	restored, kind, err := pv.Parse(input.Item)
+	if err != nil || kind != pv.EBS {
 		return out, nil
 	}
 	if input.ItemFromBackup != nil {

@@ -50,10 +50,11 @@ func (v *VolumeSnapshotter) CreateVolumeFromSnapshot(snapshotID, volumeType, vol
 	return v.s.CreateVolumeFromSnapshot(context.Background(), snapshotID, volumeType, volumeAZ, iops)
 }
 
-// GetVolumeID returns the EBS volume ID of an EBS-backed PV, and "" for any other PV.
+// GetVolumeID returns the EBS volume ID of an EBS-backed PV, and "" for any other PV (one of a
+// CSI driver the plugin does not know among them).
 func (v *VolumeSnapshotter) GetVolumeID(item runtime.Unstructured) (string, error) {
-	vol, ok, err := pv.Parse(item)
-	if err != nil || !ok {
+	vol, kind, err := pv.Parse(item)
+	if err != nil || kind != pv.EBS {
 		return "", err
 	}
 	return vol.VolumeID, nil

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
-	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
 
 // EBS time-based copies take a completion duration in 15-minute steps up to 48 hours.
@@ -63,7 +63,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 	if c.Region == "" {
 		return Config{}, fmt.Errorf("config key %q is required", ConfigRegion)
 	}
-	if !pv.ValidRegion(c.Region) {
+	if !awsid.IsRegion(c.Region) {
 		return Config{}, fmt.Errorf("config key %q: %q is not an AWS region name", ConfigRegion, c.Region)
 	}
 	if v, ok := m[ConfigEnableSharedConfig]; ok {
@@ -79,7 +79,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 		}
 		return c, nil
 	}
-	if !pv.ValidRegion(c.CopyToRegion) {
+	if !awsid.IsRegion(c.CopyToRegion) {
 		return Config{}, fmt.Errorf("config key %q: %q is not an AWS region name", ConfigCopyToRegion, c.CopyToRegion)
 	}
 	if c.CopyToRegion == c.Region {

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
@@ -32,7 +32,7 @@ func (r regionalSnapshot) String() string { return r.id + " in " + r.region }
 // copy asked for just before is waited for. Other snapshots the same CreateSnapshot call made go
 // with the source. Every failure is named in the error.
 func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
-	if !validSnapshotID(snapshotID) {
+	if !awsid.IsSnapshotID(snapshotID) {
 		return fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
 	}
 	here := s.cfg.Region
@@ -247,18 +247,4 @@ func (s *Snapshotter) copiesOf(ctx context.Context, region, sourceID string) ([]
 		return nil, fmt.Errorf("looking for copies of snapshot %s in %s: %w", sourceID, region, err)
 	}
 	return copies, nil
-}
-
-// validSnapshotID reports whether s is snap- followed by 8 or 17 lowercase hex digits.
-func validSnapshotID(s string) bool {
-	hex := strings.TrimPrefix(s, "snap-")
-	if hex == s || (len(hex) != 8 && len(hex) != 17) {
-		return false
-	}
-	for _, r := range hex {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }

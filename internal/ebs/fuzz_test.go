@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 )
 
 // opIDSeeds are operation IDs of every shape: this plugin's, truncated, foreign, older and odd.
@@ -35,7 +35,7 @@ var opIDSeeds = []string{
 // reads back the same from its canonical form.
 func checkOperation(t *testing.T, id string, op Operation, format func(Operation) string, parse func(string) (Operation, error)) {
 	t.Helper()
-	if !pv.ValidRegion(op.Region) || !pv.ValidVolumeID(op.VolumeID) || op.Issued.Unix() < 0 {
+	if !awsid.IsRegion(op.Region) || !awsid.IsVolumeID(op.VolumeID) || op.Issued.Unix() < 0 {
 		t.Fatalf("%q parsed to an invalid operation %+v", id, op)
 	}
 	again, err := parse(format(op))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 )
 
 // Operation IDs read "<kind>:<version>:<region>:<volume ID>:<unix seconds issued>[:<PV name>]",
@@ -73,10 +73,10 @@ func parseOperationID(id, prefix string) (Operation, error) {
 	default:
 		return Operation{}, fmt.Errorf("operation ID %q has format version %q; this plugin reads %q and %q", id, version, opIDVersion1, opIDVersion2)
 	}
-	if !pv.ValidRegion(parts[2]) {
+	if !awsid.IsRegion(parts[2]) {
 		return Operation{}, fmt.Errorf("operation ID %q: %q is not an AWS region name", id, parts[2])
 	}
-	if !pv.ValidVolumeID(parts[3]) {
+	if !awsid.IsVolumeID(parts[3]) {
 		return Operation{}, fmt.Errorf("operation ID %q: %q is not an EBS volume ID", id, parts[3])
 	}
 	secs, err := strconv.ParseInt(parts[4], 10, 64)

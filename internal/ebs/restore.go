@@ -11,13 +11,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 )
 
 // CreateVolumeFromSnapshot creates a volume from a snapshot Velero recorded at backup. In the
 // snapshot's own region it restores from the snapshot; in the copy region, from its completed
 // copy. It returns the new volume's ID; VolumeZone then tells its AZ.
 func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
-	if !validSnapshotID(snapshotID) {
+	if !awsid.IsSnapshotID(snapshotID) {
 		return "", fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
 	}
 	snap, err := s.restorableSnapshot(ctx, snapshotID)

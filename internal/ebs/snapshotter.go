@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
-	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
 
 // Snapshotter takes, deletes and restores EBS snapshots for one VolumeSnapshotLocation.
@@ -55,7 +55,7 @@ func (s *Snapshotter) GetVolumeInfo(ctx context.Context, volumeID string) (strin
 }
 
 func (s *Snapshotter) describeVolume(ctx context.Context, volumeID string) (types.Volume, error) {
-	if !pv.ValidVolumeID(volumeID) {
+	if !awsid.IsVolumeID(volumeID) {
 		return types.Volume{}, fmt.Errorf("%q is not an EBS volume ID", volumeID)
 	}
 	s.mu.Lock()
@@ -108,10 +108,14 @@ func laterMarks(withCopy bool) int {
 // one snapshot: EC2's per-volume limits are waited out with bounded patience, and after a
 // failure that may have taken effect the snapshot is looked up, by a token only this call's
 // requests carry, before it is requested again. When more than one request may have made a
-// snapshot, the one returned is marked as Velero's, so the tracker deletes the others.
+// snapshot, the one returned is marked as Velero's, so the tracker deletes the others. A volume
+// on an AWS Outpost is refused before any snapshot is requested.
 func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veleroTags map[string]string) (string, error) {
 	vol, err := s.describeVolume(ctx, volumeID)
 	if err != nil {
+		return "", err
+	}
+	if err := s.supported(volumeID, vol); err != nil {
 		return "", err
 	}
 	c, err := s.clients(ctx, s.cfg.Region)
@@ -152,6 +156,16 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 		s.markRecorded(ctx, c, id, volumeID)
 	}
 	return id, nil
+}
+
+// supported refuses, before anything is created, a volume the plugin cannot snapshot and
+// restore faithfully: one on an AWS Outpost, whose snapshots and restored volumes need the
+// Outpost named (CreateSnapshot's and CreateVolume's OutpostArn), which the plugin does not do.
+func (s *Snapshotter) supported(volumeID string, vol types.Volume) error {
+	if arn := aws.ToString(vol.OutpostArn); arn != "" {
+		return fmt.Errorf("volume %s in %s is on AWS Outpost %s: volumes on AWS Outposts are not supported by this plugin, and no snapshot was taken", volumeID, s.cfg.Region, arn)
+	}
+	return nil
 }
 
 // createOnce sends in until EC2 accepts it or a look-up by token finds what an earlier request

@@ -357,6 +357,51 @@ func TestCreateSnapshotIgnoresPluginKeysFromVolume(t *testing.T) {
 	}
 }
 
+// A volume on an AWS Outpost is refused, naming the volume and the Outpost, before any snapshot
+// is requested (the mock fails the test on a CreateSnapshot call it was not told to expect).
+func TestCreateSnapshotRefusesOutpostVolumes(t *testing.T) {
+	const outpost = "arn:aws:outposts:us-east-1:111122223333:outpost/op-0123456789abcdef0"
+	tests := []struct {
+		name    string
+		arn     *string // the volume's OutpostArn
+		viaInfo bool    // GetVolumeInfo described the volume first, as Velero calls it
+		refused bool
+	}{
+		{name: "on an Outpost", arn: aws.String(outpost), refused: true},
+		{name: "on an Outpost, described by GetVolumeInfo", arn: aws.String(outpost), viaInfo: true, refused: true},
+		{name: "empty Outpost ARN is in the region", arn: aws.String("")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			vol := volume(types.VolumeTypeGp2, 100, 0)
+			vol.OutpostArn = tt.arn
+			f.expectVolume(vol)
+			if !tt.refused {
+				f.serveCreate(nil)
+			}
+			s := f.snapshotter(copyConfig())
+			if tt.viaInfo {
+				if _, _, err := s.GetVolumeInfo(context.Background(), volA); err != nil {
+					t.Fatalf("GetVolumeInfo: %v", err)
+				}
+			}
+			id, err := s.CreateSnapshot(context.Background(), volA, veleroTags)
+			if !tt.refused {
+				wantErr(t, err)
+				if id != "snap-00000001" {
+					t.Errorf("snapshot %q, want snap-00000001", id)
+				}
+				return
+			}
+			wantErr(t, err, volA, srcRegion, outpost, "AWS Outposts are not supported", "no snapshot was taken")
+			if id != "" {
+				t.Errorf("snapshot %q returned with the refusal", id)
+			}
+		})
+	}
+}
+
 func TestGetVolumeInfo(t *testing.T) {
 	tests := []struct {
 		name     string

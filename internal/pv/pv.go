@@ -1,5 +1,6 @@
 // Package pv reads and rewrites EBS-backed PersistentVolumes held as unstructured objects:
-// in-tree awsElasticBlockStore volumes and volumes of the EBS CSI driver.
+// in-tree awsElasticBlockStore volumes and volumes of the EBS CSI drivers (the Amazon EBS CSI
+// driver's and EKS Auto Mode's).
 //
 // Nothing in this package panics on malformed input: values of the wrong type are treated
 // as absent when reading, and reported as errors when they must be written.
@@ -10,14 +11,32 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 )
 
-// CSIDriver is the name of the EBS CSI driver.
-const CSIDriver = "ebs.csi.aws.com"
+// Names of the CSI drivers that provision EBS volumes.
+const (
+	// EBSCSIDriver is the Amazon EBS CSI driver (the EKS add-on or its Helm chart).
+	EBSCSIDriver = "ebs.csi.aws.com"
+	// EKSAutoModeDriver is the EBS CSI driver built into EKS Auto Mode.
+	EKSAutoModeDriver = "ebs.csi.eks.amazonaws.com"
+)
+
+// csiDriver is a CSI driver whose volumes are EBS volumes, with the node-affinity key of its
+// own zone topology (its nodes carry that label too).
+type csiDriver struct{ name, zoneKey string }
+
+// ebsDrivers are the CSI drivers whose volumes are EBS volumes.
+var ebsDrivers = []csiDriver{
+	{name: EBSCSIDriver, zoneKey: "topology.ebs.csi.aws.com/zone"},
+	{name: EKSAutoModeDriver, zoneKey: "topology.ebs.csi.eks.amazonaws.com/zone"},
+}
 
 // Label and node-affinity keys that carry a volume's zone and region.
 const (
@@ -25,14 +44,19 @@ const (
 	labelRegion           = "topology.kubernetes.io/region"
 	labelZoneDeprecated   = "failure-domain.beta.kubernetes.io/zone"
 	labelRegionDeprecated = "failure-domain.beta.kubernetes.io/region"
-	csiZoneKey            = "topology.ebs.csi.aws.com/zone"
 
 	inTreePrefix = "aws://"
 )
 
+// isEBSDriver reports whether a CSI driver's volumes are EBS volumes.
+func isEBSDriver(name string) bool {
+	return slices.ContainsFunc(ebsDrivers, func(d csiDriver) bool { return d.name == name })
+}
+
 // isZoneKey reports whether a node-affinity key selects an availability zone.
 func isZoneKey(k string) bool {
-	return k == csiZoneKey || k == labelZone || k == labelZoneDeprecated
+	return k == labelZone || k == labelZoneDeprecated ||
+		slices.ContainsFunc(ebsDrivers, func(d csiDriver) bool { return d.zoneKey == k })
 }
 
 // isRegionKey reports whether a node-affinity key selects a region.
@@ -46,8 +70,27 @@ type Volume struct {
 	VolumeID         string // vol-…
 	AvailabilityZone string // from the in-tree volumeID aws://AZ/vol-…, else the zone labels, else node affinity; may be ""
 	Region           string // from the region labels, else derived from AvailabilityZone; may be ""
-	CSI              bool   // spec.csi with driver ebs.csi.aws.com (false for in-tree awsElasticBlockStore)
+	// Driver is the PV's CSI driver, EBSCSIDriver or EKSAutoModeDriver; "" for an in-tree
+	// awsElasticBlockStore volume. SetVolume keeps it.
+	Driver string
 }
+
+// CSI reports whether the volume is a CSI volume rather than an in-tree awsElasticBlockStore one.
+func (v Volume) CSI() bool { return v.Driver != "" }
+
+// Kind is what Parse found a PersistentVolume to be.
+type Kind int
+
+const (
+	// NotEBS is a PV that is not EBS-backed: NFS, hostPath, a CSI driver's volume whose handle
+	// is no EBS volume ID, no source at all.
+	NotEBS Kind = iota
+	// EBS is an in-tree awsElasticBlockStore volume or a volume of a known EBS CSI driver.
+	EBS
+	// UnknownCSIDriver is a volume of a CSI driver this package does not know whose handle is
+	// an EBS volume ID: perhaps an EBS volume, but not one the plugin may treat as such.
+	UnknownCSIDriver
+)
 
 // parsed is a Volume plus what SetVolume needs to rewrite it.
 type parsed struct {
@@ -56,106 +99,88 @@ type parsed struct {
 	idPrefix string
 }
 
-var (
-	regionPattern = `[a-z]{2,4}(?:-[a-z]+){1,2}-[1-9][0-9]?`
-	regionRE      = regexp.MustCompile(`^` + regionPattern + `$`)
-	// zoneRE matches a regular AZ (us-east-1a), a Local Zone (us-west-2-lax-1a) and a
-	// Wavelength Zone (us-east-1-wl1-bos-wlz-1); the first group is the region.
-	zoneRE = regexp.MustCompile(`^(` + regionPattern + `)(?:[a-z]|-[a-z]+-[0-9]{1,2}[a-z]|-wl[0-9]{1,2}-[a-z]+-wlz-[0-9]{1,2})$`)
-	// zoneTokenRE is the loose shape accepted for the AZ part of an in-tree aws://AZ/vol-… ID.
-	zoneTokenRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
-	volumeIDRE  = regexp.MustCompile(`^vol-(?:[0-9a-f]{8}|[0-9a-f]{17})$`)
-)
+// zoneTokenRE is the loose shape accepted for the AZ part of an in-tree aws://AZ/vol-… ID: the
+// zone is kept even when awsid does not recognise it.
+var zoneTokenRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
 
-// RegionOfZone derives the region of an AZ name: us-east-1a → us-east-1, us-west-2-lax-1a → us-west-2 (Local Zones),
-// us-east-1-wl1-bos-wlz-1 → us-east-1 (Wavelength), us-gov-west-1a → us-gov-west-1, cn-north-1a → cn-north-1, ap-southeast-1b → ap-southeast-1;
-// "" and anything unrecognisable → "", false.
-func RegionOfZone(az string) (string, bool) {
-	if len(az) > 64 {
-		return "", false
-	}
-	m := zoneRE.FindStringSubmatch(az)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
-
-// ValidRegion reports whether s has the shape of an AWS region name (us-east-1, eu-central-2, us-gov-west-1, cn-northwest-1, us-isob-east-1).
-func ValidRegion(s string) bool {
-	return len(s) <= 64 && regionRE.MatchString(s)
-}
-
-// ValidVolumeID reports whether s is vol- followed by 8 or 17 lowercase hex digits.
-func ValidVolumeID(s string) bool {
-	return volumeIDRE.MatchString(s)
-}
-
-// Parse reads an unstructured PV. ok=false (nil error) for a PV that is not EBS (other CSI drivers, NFS, hostPath, no source at all).
-// A PV that claims EBS but whose volume ID is missing or malformed is an error naming the PV and the bad value.
+// Parse reads an unstructured PV. For an EBS volume the kind is EBS. A PV that claims EBS but
+// whose volume ID is missing or malformed is an error naming the PV and the bad value. A CSI
+// volume of a driver this package does not know is UnknownCSIDriver when its handle is an EBS
+// volume ID (v then holds only Name, VolumeID and Driver), else NotEBS, as is any other PV;
+// v is then empty.
 //
 // Values of the wrong type in labels or node affinity are ignored; a zone or region found
-// there is used only if it is a single value (region labels must pass ValidRegion).
-func Parse(pv runtime.Unstructured) (v Volume, ok bool, err error) {
+// there is used only if it is a single value (region labels must pass awsid.IsRegion).
+func Parse(pv runtime.Unstructured) (v Volume, kind Kind, err error) {
 	obj, err := content(pv)
 	if err != nil {
-		return Volume{}, false, err
+		return Volume{}, NotEBS, err
 	}
-	p, ok, err := parse(obj)
-	return p.Volume, ok, err
+	p, kind, err := parse(obj)
+	return p.Volume, kind, err
 }
 
-func parse(obj map[string]any) (parsed, bool, error) {
+// parse is Parse on a PV's content, keeping what SetVolume needs to rewrite it.
+func parse(obj map[string]any) (parsed, Kind, error) {
 	var p parsed
 	p.Name, _ = lookup(obj, "metadata", "name").(string)
+	spec, _ := obj["spec"].(map[string]any)
+	inTree := spec["awsElasticBlockStore"]
+	csi, _ := spec["csi"].(map[string]any)
+	driver, _ := csi["driver"].(string)
 
-	ebs, hasEBS := obj["spec"].(map[string]any)
-	var inTree, csi any
-	if hasEBS {
-		inTree = ebs["awsElasticBlockStore"]
-		csi = ebs["csi"]
-	}
-	csiMap, _ := csi.(map[string]any)
-	isCSI := csiMap != nil && csiMap["driver"] == CSIDriver
-	isInTree := inTree != nil
-
-	switch {
-	case isInTree && isCSI:
-		return parsed{}, false, fmt.Errorf("persistent volume %q has both an awsElasticBlockStore and an %s CSI source", p.Name, CSIDriver)
-	case isInTree:
-		src, isMap := inTree.(map[string]any)
-		if !isMap {
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore is a %T, not an object", p.Name, inTree)
-		}
-		raw, present := src["volumeID"]
-		s, isString := raw.(string)
-		switch {
-		case !present || raw == nil || s == "" && isString:
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore.volumeID is missing", p.Name)
-		case !isString:
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore.volumeID %v is a %T, not a string", p.Name, raw, raw)
-		}
-		prefix, az, id, good := splitInTreeID(s)
-		if !good {
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore.volumeID %q is not an EBS volume ID (vol-… or aws://AZ/vol-…)", p.Name, s)
-		}
-		p.VolumeID, p.AvailabilityZone, p.idPrefix = id, az, prefix
-	case isCSI:
-		raw, present := csiMap["volumeHandle"]
-		s, isString := raw.(string)
-		switch {
-		case !present || raw == nil || s == "" && isString:
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.csi.volumeHandle is missing", p.Name)
-		case !isString:
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.csi.volumeHandle %v is a %T, not a string", p.Name, raw, raw)
-		case !ValidVolumeID(s):
-			return parsed{}, false, fmt.Errorf("persistent volume %q: spec.csi.volumeHandle %q is not an EBS volume ID (vol-…)", p.Name, s)
-		}
-		p.VolumeID, p.CSI = s, true
+	var err error
+	switch known := isEBSDriver(driver); {
+	case inTree != nil && known:
+		return parsed{}, NotEBS, fmt.Errorf("persistent volume %q has both an awsElasticBlockStore and an %s CSI source", p.Name, driver)
+	case inTree != nil:
+		err = p.readInTree(inTree)
+	case known:
+		err = p.readCSI(csi, driver)
 	default:
-		return parsed{}, false, nil
+		return unknownDriver(p.Name, driver, csi)
 	}
+	if err != nil {
+		return parsed{}, NotEBS, err
+	}
+	p.readPlace(obj)
+	return p, EBS, nil
+}
 
+// readInTree reads the volume ID, and the AZ it may carry, of an awsElasticBlockStore source.
+func (p *parsed) readInTree(src any) error {
+	m, isMap := src.(map[string]any)
+	if !isMap {
+		return fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore is a %T, not an object", p.Name, src)
+	}
+	s, err := requiredString(p.Name, m, "spec.awsElasticBlockStore", "volumeID")
+	if err != nil {
+		return err
+	}
+	prefix, az, id, good := splitInTreeID(s)
+	if !good {
+		return fmt.Errorf("persistent volume %q: spec.awsElasticBlockStore.volumeID %q is not an EBS volume ID (vol-… or aws://AZ/vol-…)", p.Name, s)
+	}
+	p.VolumeID, p.AvailabilityZone, p.idPrefix = id, az, prefix
+	return nil
+}
+
+// readCSI reads the volume ID of an EBS CSI driver's source.
+func (p *parsed) readCSI(src map[string]any, driver string) error {
+	s, err := requiredString(p.Name, src, "spec.csi", "volumeHandle")
+	if err != nil {
+		return err
+	}
+	if !awsid.IsVolumeID(s) {
+		return fmt.Errorf("persistent volume %q: spec.csi.volumeHandle %q is not an EBS volume ID (vol-…)", p.Name, s)
+	}
+	p.VolumeID, p.Driver = s, driver
+	return nil
+}
+
+// readPlace fills in the zone, when the volume ID did not name it, and the region from the
+// PV's labels and node affinity.
+func (p *parsed) readPlace(obj map[string]any) {
 	labels := stringMap(lookup(obj, "metadata", "labels"))
 	if p.AvailabilityZone == "" {
 		p.AvailabilityZone = firstSingle(labels[labelZone], labels[labelZoneDeprecated])
@@ -164,27 +189,49 @@ func parse(obj map[string]any) (parsed, bool, error) {
 		p.AvailabilityZone = affinityZone(obj)
 	}
 	for _, r := range []string{labels[labelRegion], labels[labelRegionDeprecated]} {
-		if ValidRegion(r) {
+		if awsid.IsRegion(r) {
 			p.Region = r
-			break
+			return
 		}
 	}
-	if p.Region == "" {
-		p.Region, _ = RegionOfZone(p.AvailabilityZone)
+	p.Region, _ = awsid.RegionOfZone(p.AvailabilityZone)
+}
+
+// unknownDriver tells a volume of a CSI driver this package does not know: UnknownCSIDriver
+// when its handle is an EBS volume ID, else NotEBS.
+func unknownDriver(name, driver string, src map[string]any) (parsed, Kind, error) {
+	handle, _ := src["volumeHandle"].(string)
+	if driver == "" || !awsid.IsVolumeID(handle) {
+		return parsed{}, NotEBS, nil
 	}
-	return p, true, nil
+	return parsed{Volume: Volume{Name: name, VolumeID: handle, Driver: driver}}, UnknownCSIDriver, nil
+}
+
+// requiredString reads src[key], the field path.key of the PV, as a non-empty string.
+func requiredString(name string, src map[string]any, path, key string) (string, error) {
+	raw, present := src[key]
+	s, isString := raw.(string)
+	switch {
+	case !present || raw == nil || s == "" && isString:
+		return "", fmt.Errorf("persistent volume %q: %s.%s is missing", name, path, key)
+	case !isString:
+		return "", fmt.Errorf("persistent volume %q: %s.%s %v is a %T, not a string", name, path, key, raw, raw)
+	}
+	return s, nil
 }
 
 // SetVolume returns a copy of pv pointing at volumeID in availabilityZone: in-tree volumeID becomes
-// aws://AZ/vol-… (keep the bare vol-… form if the original had no AZ prefix and AZ is unchanged), CSI volumeHandle becomes vol-….
-// When AZ (or region) differs from the PV's, rewrite the zone and region labels (topology.kubernetes.io/zone, topology.kubernetes.io/region,
-// and failure-domain.beta.kubernetes.io/zone|region where present — never add deprecated labels that were absent) and every
-// node-affinity match expression on a zone key (topology.ebs.csi.aws.com/zone, topology.kubernetes.io/zone, failure-domain.beta.kubernetes.io/zone)
-// or region key (topology.kubernetes.io/region, failure-domain.beta.kubernetes.io/region) so its values become the new AZ/region.
-// Nothing else on the PV changes. Errors for non-EBS PVs.
+// aws://AZ/vol-… (keep the bare vol-… form if the original had no AZ prefix and AZ is unchanged), CSI volumeHandle becomes vol-…
+// (the CSI driver stays the PV's). When AZ (or region) differs from the PV's, rewrite the zone and region labels
+// (topology.kubernetes.io/zone, topology.kubernetes.io/region, and failure-domain.beta.kubernetes.io/zone|region where
+// present — never add deprecated labels that were absent) and every node-affinity match expression on a zone key (each
+// EBS CSI driver's topology key, such as topology.ebs.csi.aws.com/zone or topology.ebs.csi.eks.amazonaws.com/zone,
+// topology.kubernetes.io/zone, failure-domain.beta.kubernetes.io/zone) or region key (topology.kubernetes.io/region,
+// failure-domain.beta.kubernetes.io/region) so its values become the new AZ/region. Nothing else on the PV changes
+// (EKS Auto Mode's eks.amazonaws.com/compute-type expression among them). Errors for non-EBS PVs.
 //
 // An empty availabilityZone keeps the PV's zone (only the ID changes). A new availabilityZone
-// must be one RegionOfZone recognises. Only match expressions with operator In are rewritten
+// must be one awsid.RegionOfZone recognises. Only match expressions with operator In are rewritten
 // (NotIn, Exists and the like are left alone). pv itself is never modified; the copy is an
 // *unstructured.Unstructured.
 func SetVolume(pv runtime.Unstructured, volumeID, availabilityZone string) (runtime.Unstructured, error) {
@@ -192,21 +239,17 @@ func SetVolume(pv runtime.Unstructured, volumeID, availabilityZone string) (runt
 	if err != nil {
 		return nil, err
 	}
-	p, ok, err := parse(orig)
+	p, err := parseEBS(orig)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("persistent volume %q is not an EBS volume", p.Name)
-	}
-	if !ValidVolumeID(volumeID) {
+	if !awsid.IsVolumeID(volumeID) {
 		return nil, fmt.Errorf("persistent volume %q: new volume ID %q is not an EBS volume ID (vol-…)", p.Name, volumeID)
 	}
-
 	azChanged := availabilityZone != "" && availabilityZone != p.AvailabilityZone
 	region := p.Region
 	if availabilityZone != "" {
-		r, recognised := RegionOfZone(availabilityZone)
+		r, recognised := awsid.RegionOfZone(availabilityZone)
 		switch {
 		case recognised:
 			region = r
@@ -214,48 +257,72 @@ func SetVolume(pv runtime.Unstructured, volumeID, availabilityZone string) (runt
 			return nil, fmt.Errorf("persistent volume %q: availability zone %q is not an AWS availability zone name", p.Name, availabilityZone)
 		}
 	}
-	relocate := azChanged || region != p.Region
+	zone := ""
+	if azChanged {
+		zone = availabilityZone
+	}
 
 	obj, _ := deepCopy(orig).(map[string]any)
-	spec, _ := lookup(obj, "spec").(map[string]any)
-	if spec == nil { // cannot happen: parse found an EBS source in spec
-		return nil, fmt.Errorf("persistent volume %q has no spec", p.Name)
+	if err := p.setSource(obj, volumeID, zone); err != nil {
+		return nil, err
 	}
-	if p.CSI {
-		src, _ := spec["csi"].(map[string]any)
-		if src == nil {
-			return nil, fmt.Errorf("persistent volume %q has no spec.csi", p.Name)
+	if zone != "" || region != p.Region {
+		if err := relocate(obj, zone, region); err != nil {
+			return nil, fmt.Errorf("persistent volume %q: %w", p.Name, err)
 		}
-		src["volumeHandle"] = volumeID
-	} else {
-		id := p.idPrefix + volumeID
-		if azChanged {
-			id = inTreePrefix + availabilityZone + "/" + volumeID
-		}
-		src, _ := spec["awsElasticBlockStore"].(map[string]any)
-		if src == nil {
-			return nil, fmt.Errorf("persistent volume %q has no spec.awsElasticBlockStore", p.Name)
-		}
-		src["volumeID"] = id
-	}
-	if relocate {
-		if azChanged {
-			if err := setLabels(obj, labelZone, labelZoneDeprecated, availabilityZone); err != nil {
-				return nil, fmt.Errorf("persistent volume %q: %w", p.Name, err)
-			}
-		}
-		if region != "" {
-			if err := setLabels(obj, labelRegion, labelRegionDeprecated, region); err != nil {
-				return nil, fmt.Errorf("persistent volume %q: %w", p.Name, err)
-			}
-		}
-		zone := ""
-		if azChanged {
-			zone = availabilityZone
-		}
-		rewriteAffinity(obj, zone, region)
 	}
 	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+// parseEBS parses an EBS volume; any other PV is an error naming it.
+func parseEBS(obj map[string]any) (parsed, error) {
+	p, kind, err := parse(obj)
+	if err != nil {
+		return parsed{}, err
+	}
+	switch kind {
+	case EBS:
+		return p, nil
+	case UnknownCSIDriver:
+		return parsed{}, fmt.Errorf("persistent volume %q uses CSI driver %q, which this plugin does not know as an EBS driver", p.Name, p.Driver)
+	}
+	name, _ := lookup(obj, "metadata", "name").(string)
+	return parsed{}, fmt.Errorf("persistent volume %q is not an EBS volume", name)
+}
+
+// setSource points the volume source of obj, a copy of the PV p was parsed from, at volumeID;
+// an in-tree volume ID names zone when it is not "".
+func (p *parsed) setSource(obj map[string]any, volumeID, zone string) error {
+	key, field, id := "awsElasticBlockStore", "volumeID", p.idPrefix+volumeID
+	switch {
+	case p.CSI():
+		key, field, id = "csi", "volumeHandle", volumeID
+	case zone != "":
+		id = inTreePrefix + zone + "/" + volumeID
+	}
+	src, _ := lookup(obj, "spec", key).(map[string]any)
+	if src == nil { // cannot happen: parse found this source
+		return fmt.Errorf("persistent volume %q has no spec.%s", p.Name, key)
+	}
+	src[field] = id
+	return nil
+}
+
+// relocate points the zone labels and node affinity of obj at zone, and the region ones at
+// region; "" leaves them alone.
+func relocate(obj map[string]any, zone, region string) error {
+	if zone != "" {
+		if err := setLabels(obj, labelZone, labelZoneDeprecated, zone); err != nil {
+			return err
+		}
+	}
+	if region != "" {
+		if err := setLabels(obj, labelRegion, labelRegionDeprecated, region); err != nil {
+			return err
+		}
+	}
+	rewriteAffinity(obj, zone, region)
+	return nil
 }
 
 // content returns pv's map, refusing nil PVs and nil pointers behind the interface.
@@ -284,7 +351,7 @@ func splitInTreeID(s string) (prefix, az, id string, ok bool) {
 		}
 		prefix = inTreePrefix + az + "/"
 	}
-	if !ValidVolumeID(id) {
+	if !awsid.IsVolumeID(id) {
 		return "", "", "", false
 	}
 	return prefix, az, id, true
