@@ -1,19 +1,14 @@
 package plugin_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/spf13/pflag"
-	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
-// TestMain lets this test binary answer Velero's plugin discovery as the Velero server binary
-// does: the registry always asks its own executable ("run-plugins") for built-in plugins first.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "run-plugins" {
-		framework.NewServer().BindFlags(pflag.CommandLine).Serve()
-		return
-	}
-	os.Exit(m.Run())
-}
+// built is the plugin binary, built once for the go test run.
+var built *rig.Plugin
+
+// TestMain answers Velero's plugin discovery as the Velero server binary does (the registry
+// asks its own executable for built-in plugins first) and gets the plugin built.
+func TestMain(m *testing.M) { rig.TestMain(m, &built) }

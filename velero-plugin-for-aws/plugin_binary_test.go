@@ -1,9 +1,6 @@
 package plugin_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,18 +15,12 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 )
 
-// TestPluginBinaryServesItsPlugins builds the plugin binary and drives it through Velero's own
-// plugin client, as the Velero server does: discovery over a plugin directory, then the plugins
-// by name over gRPC.
+// TestPluginBinaryServesItsPlugins drives the built plugin binary through Velero's own plugin
+// client, as the Velero server does: discovery over a plugin directory, then the plugins by
+// name over gRPC.
 func TestPluginBinaryServesItsPlugins(t *testing.T) {
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "velero-plugin-for-aws-async"), "..")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("building the plugin: %v", err)
-	}
 	log := logrus.New()
-	registry := process.NewRegistry(dir, log, logrus.InfoLevel)
+	registry := process.NewRegistry(built.Dir, log, logrus.InfoLevel)
 	if err := registry.DiscoverPlugins(); err != nil {
 		t.Fatalf("discovering plugins: %v", err)
 	}

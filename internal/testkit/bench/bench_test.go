@@ -2,13 +2,10 @@ package bench
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 )
 
 func TestLowerBound(t *testing.T) {
@@ -40,7 +37,7 @@ func TestBaselinesComplete(t *testing.T) {
 	sc.Snapshots = ec2sim.Range(200*time.Millisecond, 500*time.Millisecond)
 	sc.Copies = ec2sim.Range(300*time.Millisecond, 600*time.Millisecond)
 	sc.SyncPeriod.Duration = 200 * time.Millisecond
-	r := Runner{Log: harness.NewLogger(io.Discard, logrus.PanicLevel)}
+	r := Runner{LogDir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	naive, err := r.RunNaive(ctx, sc)

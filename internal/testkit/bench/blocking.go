@@ -8,7 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // RunBlocking runs the blocking baseline on measure volumes (one after another: per volume
@@ -18,25 +20,17 @@ import (
 // serial strategy. It polls every sync period.
 func RunBlocking(ctx context.Context, sc Scenario, measure int) (Result, error) {
 	measure = min(measure, sc.Volumes)
-	srv, err := harness.StartSimulator(sc.simConfig())
+	srv, err := rig.StartSimulator(sc.simConfig())
 	if err != nil {
 		return Result{}, err
 	}
 	defer srv.Close()
-	pvs := harness.Fleet{Region: sc.SourceRegion, Count: measure}.Seed(srv.Sim)
-	src, err := newEC2(ctx, sc.SourceRegion)
-	if err != nil {
-		return Result{}, err
-	}
-	dst, err := newEC2(ctx, sc.CopyRegion)
-	if err != nil {
-		return Result{}, err
-	}
-	b := blocking{src: src, dst: dst, sc: sc}
+	pvs := fixture.Fleet{Region: sc.SourceRegion, Count: measure}.Seed(srv.Sim)
+	b := blocking{src: newEC2(srv.URL, sc.SourceRegion), dst: newEC2(srv.URL, sc.CopyRegion), sc: sc}
 	res := Result{Strategy: "blocking", Volumes: sc.Volumes, Measured: measure}
 	start := time.Now()
 	for _, pv := range pvs {
-		if err := b.backupVolume(ctx, harness.VolumeIDOf(pv), pv.Name); err != nil {
+		if err := b.backupVolume(ctx, fixture.VolumeIDOf(pv), pv.Name); err != nil {
 			res.FailedOps++
 		}
 	}
@@ -81,7 +75,7 @@ func (b blocking) wait(ctx context.Context, c *ec2.Client, id string) error {
 		}
 		out, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
 		if err != nil {
-			if isNotFound(err) {
+			if ec2api.IsNotFound(err) {
 				continue // not visible yet
 			}
 			return err

@@ -10,7 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
@@ -33,16 +34,9 @@ type naive struct {
 	copies    map[string]string // source snapshot ID -> copy ID
 }
 
-func newNaive(ctx context.Context, sc Scenario) (*naive, error) {
-	src, err := newEC2(ctx, sc.SourceRegion)
-	if err != nil {
-		return nil, err
-	}
-	dst, err := newEC2(ctx, sc.CopyRegion)
-	if err != nil {
-		return nil, err
-	}
-	return &naive{sc: sc, src: src, dst: dst, snapshots: map[string]string{}, copies: map[string]string{}}, nil
+func newNaive(url string, sc Scenario) *naive {
+	return &naive{sc: sc, src: newEC2(url, sc.SourceRegion), dst: newEC2(url, sc.CopyRegion),
+		snapshots: map[string]string{}, copies: map[string]string{}}
 }
 
 // manager serves the naive plugins to the harness in place of Velero's plugin manager.
@@ -114,7 +108,7 @@ func (naiveSnapshotter) GetVolumeID(pv runtime.Unstructured) (string, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pv.UnstructuredContent(), spec); err != nil {
 		return "", err
 	}
-	return harness.VolumeIDOf(spec), nil
+	return fixture.VolumeIDOf(spec), nil
 }
 
 func (naiveSnapshotter) SetVolumeID(runtime.Unstructured, string) (runtime.Unstructured, error) {
@@ -176,7 +170,7 @@ func (a naiveAction) Progress(pv string, backup *velerov1api.Backup) (velero.Ope
 	case types.SnapshotStateCompleted:
 		p.NCompleted = 1
 		out, err := a.n.dst.CopySnapshot(ctx, &ec2.CopySnapshotInput{SourceRegion: aws.String(a.n.sc.SourceRegion), SourceSnapshotId: aws.String(src)})
-		if errorCode(err) == "ResourceLimitExceeded" {
+		if ec2api.Code(err) == ec2api.CodeResourceLimitExceeded {
 			p.Description = "copy queued"
 			return p, nil
 		}
@@ -196,7 +190,7 @@ func (naiveAction) Cancel(string, *velerov1api.Backup) error { return nil }
 // describe returns a snapshot's state and message; "" while EC2 does not show it yet.
 func describe(ctx context.Context, c *ec2.Client, id string) (types.SnapshotState, string, error) {
 	out, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
-	if isNotFound(err) || err == nil && len(out.Snapshots) == 0 {
+	if ec2api.IsNotFound(err) || err == nil && len(out.Snapshots) == 0 {
 		return "", "", nil
 	}
 	if err != nil {
@@ -204,13 +198,3 @@ func describe(ctx context.Context, c *ec2.Client, id string) (types.SnapshotStat
 	}
 	return out.Snapshots[0].State, aws.ToString(out.Snapshots[0].StateMessage), nil
 }
-
-func errorCode(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
-	}
-	return ""
-}
-
-func isNotFound(err error) bool { return errorCode(err) == "InvalidSnapshot.NotFound" }

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 )
 
 // Report is everything `make bench` measures, as printed and as written to JSON.
@@ -139,7 +139,7 @@ func (sc Scenario) describe() string {
 
 func (sc Scenario) conditions() string {
 	return fmt.Sprintf("snapshots %s, copies %s, sync period %s, throttling at %g× AWS's documented rates",
-		harness.RangeValue{R: &sc.Snapshots}, harness.RangeValue{R: &sc.Copies}, sc.SyncPeriod, sc.ThrottleScale)
+		&sc.Snapshots, &sc.Copies, sc.SyncPeriod, sc.ThrottleScale)
 }
 
 func printResults(w io.Writer, rs []Result) {
@@ -174,7 +174,7 @@ func printCalls(w io.Writer, rs []Result) {
 		names[i] = r.Strategy
 	}
 	fmt.Fprintf(tw, "action\t%s\t\n", strings.Join(names, "\t"))
-	for _, a := range harness.SortedKeys(actions) {
+	for _, a := range slices.Sorted(maps.Keys(actions)) {
 		fmt.Fprint(tw, a)
 		for _, r := range rs {
 			fmt.Fprintf(tw, "\t%d", r.Calls[a])

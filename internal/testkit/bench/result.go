@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // Result is one strategy's run of a scenario.
@@ -51,10 +51,10 @@ func (r *Result) fill(sc Scenario, st ec2sim.Stats, makespan time.Duration) {
 	r.Bound = seconds(sc.LowerBound())
 	r.Ratio = float64(r.Makespan) / float64(r.Bound)
 	r.Calls = map[string]int{}
-	for action, n := range harness.CallsByAction(st) {
+	for action, n := range rig.CallsByAction(st) {
 		r.Calls[action] = int(float64(n) * factor)
 		r.TotalCalls += r.Calls[action]
 	}
-	r.Throttled = int(float64(harness.CallsByOutcome(st)[harness.Throttled]) * factor)
+	r.Throttled = int(float64(rig.CallsByOutcome(st)[rig.Throttled]) * factor)
 	r.PeakCopies = st.PeakCopiesInFlight[sc.CopyRegion]
 }

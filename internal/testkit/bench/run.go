@@ -6,61 +6,52 @@ import (
 	"io"
 	"time"
 
-	"github.com/sirupsen/logrus"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // Runner runs strategies on scenarios.
 type Runner struct {
 	// Plugin is the built plugin binary.
-	Plugin *harness.Plugin
-	// Log receives Velero core's and the plugin's log lines.
-	Log *logrus.Logger
+	Plugin *rig.Plugin
+	// LogDir receives Velero core's and the plugin's log lines, a file per run.
+	LogDir string
 }
+
+// memoryInterval is how often the plugin processes' memory is sampled.
+const memoryInterval = 50 * time.Millisecond
 
 // RunPlugin backs up the scenario's volumes with this plugin, through Velero's plugin client.
 func (r Runner) RunPlugin(ctx context.Context, sc Scenario) (Result, error) {
-	plugins, err := harness.ProcessPlugins(r.Plugin.Dir, r.Log, r.Log.Level)
-	if err != nil {
-		return Result{}, err
-	}
-	return r.runHarness(ctx, "plugin", sc, func(context.Context) (harness.ManagerFactory, error) { return plugins, nil }, r.Plugin)
+	return r.runHarness(ctx, "plugin", sc, false)
 }
 
 // RunNaive backs up the scenario's volumes with the naive asynchronous baseline, through the
 // same Velero core loop.
 func (r Runner) RunNaive(ctx context.Context, sc Scenario) (Result, error) {
-	return r.runHarness(ctx, "naive-async", sc, func(ctx context.Context) (harness.ManagerFactory, error) {
-		n, err := newNaive(ctx, sc)
-		if err != nil {
-			return nil, err
-		}
-		return n.manager, nil
-	}, nil)
+	return r.runHarness(ctx, "naive-async", sc, true)
 }
 
-// runHarness starts the simulator, seeds the volumes, and runs a backup through the harness
-// with the plugins plugins returns (built once the simulator's endpoint is set); memory is
-// sampled from plugin's processes if plugin is not nil.
-func (r Runner) runHarness(ctx context.Context, strategy string, sc Scenario, plugins func(context.Context) (harness.ManagerFactory, error), plugin *harness.Plugin) (Result, error) {
-	srv, err := harness.StartSimulator(sc.simConfig())
+// runHarness starts a rig, seeds the volumes, and runs a backup through the rig's Velero core,
+// with this plugin (its memory sampled) or the naive baseline in its place.
+func (r Runner) runHarness(ctx context.Context, strategy string, sc Scenario, naive bool) (Result, error) {
+	env := &rig.Env{Plugin: r.Plugin, LogDir: r.LogDir, SyncPeriod: sc.SyncPeriod.Duration}
+	rg, err := env.NewRig(fmt.Sprintf("bench-%s-%d", strategy, sc.Volumes), sc.simConfig(), 0)
 	if err != nil {
 		return Result{}, err
 	}
-	defer srv.Close()
-	pvs := harness.Fleet{Region: sc.SourceRegion, Count: sc.Volumes}.Seed(srv.Sim)
-	factory, err := plugins(ctx)
-	if err != nil {
-		return Result{}, err
+	defer rg.Close()
+	pvs := fixture.Fleet{Region: sc.SourceRegion, Count: sc.Volumes}.Seed(rg.Sim)
+	var memory *process.MemorySampler
+	if naive {
+		rg.Core.Plugins = newNaive(rg.Server.URL, sc).manager
+	} else {
+		memory = r.Plugin.SampleMemory(memoryInterval)
 	}
-	core := &harness.Core{Plugins: factory, Log: r.Log, SyncPeriod: sc.SyncPeriod.Duration}
-	var memory *harness.MemorySampler
-	if plugin != nil {
-		memory = plugin.SampleMemory(50 * time.Millisecond)
-	}
-	loc := harness.NewLocation("default", map[string]string{ebs.ConfigRegion: sc.SourceRegion, ebs.ConfigCopyToRegion: sc.CopyRegion})
-	backup, err := core.Backup(ctx, harness.BackupRequest{Name: fmt.Sprintf("bench-%s-%d", strategy, sc.Volumes), Location: loc, PVs: pvs})
+	loc := rig.Location(sc.SourceRegion, sc.CopyRegion)
+	backup, err := rg.Core.Backup(ctx, harness.BackupRequest{Name: fmt.Sprintf("bench-%s-%d", strategy, sc.Volumes), Location: loc, PVs: pvs})
 	if memory != nil {
 		memory.Stop()
 	}
@@ -68,7 +59,7 @@ func (r Runner) runHarness(ctx context.Context, strategy string, sc Scenario, pl
 		return Result{}, fmt.Errorf("%s: %w", strategy, err)
 	}
 	res := Result{Strategy: strategy, Volumes: sc.Volumes, Measured: sc.Volumes, Reconciles: backup.Reconciles}
-	res.fill(sc, srv.Sim.Stats(), backup.Total)
+	res.fill(sc, rg.Sim.Stats(), backup.Total)
 	res.FailedOps = backup.Backup.Status.BackupItemOperationsFailed + len(backup.ItemErrors)
 	if memory != nil {
 		res.PeakMemoryBytes = memory.Peak()

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,11 +174,11 @@ func (r *rig) accountBBackup(sim simClient, bad *badRun) {
 			case <-time.After(5 * time.Millisecond):
 			}
 			for _, pid := range r.pluginPIDs() {
-				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-				if err != nil || len(b) == 0 {
+				env, err := process.Environ(pid)
+				if err != nil {
 					continue
 				}
-				envSeen <- append([]string{fmt.Sprintf("pid=%d", pid)}, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")...)
+				envSeen <- append([]string{fmt.Sprintf("pid=%d", pid)}, env...)
 				return
 			}
 		}
@@ -278,13 +279,10 @@ func (r *rig) badCredentialsBackup(sim simClient, bad *badRun) {
 			t.Errorf("snapshot of backup %s in account %s: %v", bad.name, a.Name, s)
 		}
 	}
-	if st, ok := sim.get("/_sim/stats").(map[string]any); ok {
-		if accts, ok := st["accounts"].(map[string]any); ok {
-			for _, id := range []string{r.acctA().ID, "unknown"} {
-				if a, ok := accts[id].(map[string]any); ok {
-					r.saw("simulator calls of account %s so far: %v", id, a["calls"])
-				}
-			}
+	accts := sim.stats().Accounts
+	for _, id := range []string{r.acctA().ID, "unknown"} {
+		if a, ok := accts[id]; ok {
+			r.saw("simulator calls of account %s so far: %v", id, a.Calls)
 		}
 	}
 	r.step("the other backups are unaffected")

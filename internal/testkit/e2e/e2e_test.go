@@ -96,7 +96,7 @@ func TestE2E(t *testing.T) {
 			}
 		}
 	})
-	r.saw("simulator stats at the end: %v", sim.get("/_sim/stats"))
+	r.saw("simulator stats at the end: %v", sim.stats())
 	r.sub("no-credentials-in-logs", r.checkNoSecretsInLogs)
 }
 
@@ -279,7 +279,7 @@ func (r *rig) mainBackup(name, disrupt string) backupSpec {
 func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 	t := r.t
 	name, disrupt, volumes := bs.name, bs.disrupt, bs.vols
-	statsBefore := sim.get("/_sim/stats")
+	statsBefore := sim.stats()
 	pl := r.watchPhases(name, false)
 	defer pl.cancel()
 	r.step("velero backup create %s --include-namespaces %s --snapshot-volumes --volume-snapshot-locations %s (volumes in account %s)", name, bs.ns, bs.vsl, bs.acct.Name)
@@ -448,7 +448,7 @@ func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 		}
 	}
 	r.saw("simulator stats before: %v", statsBefore)
-	r.saw("simulator stats after:  %v", sim.get("/_sim/stats"))
+	r.saw("simulator stats after:  %v", sim.stats())
 }
 
 // failedOpErrors returns the "Operation Error" of every Failed operation in describe output.

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -150,7 +151,7 @@ func (r *rig) cleanup() {
 		r.stop(procs[i])
 	}
 	for _, p := range died {
-		r.t.Logf("---- %s exited before the end (%v); last lines of %s ----\n%s", p.name, p.err, p.log.Name(), tail(p.log.Name(), 25))
+		r.t.Logf("---- %s exited before the end (%v); last lines of %s ----\n%s", p.name, p.err, p.log.Name(), process.LogTail(p.log.Name(), 25))
 	}
 	r.t.Logf("all processes stopped; logs of every component: %s", r.logDir)
 	if os.Getenv("E2E_KEEP") == "" {
@@ -160,18 +161,6 @@ func (r *rig) cleanup() {
 			os.RemoveAll(filepath.Join(r.dir, d))
 		}
 	}
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // logFile opens a fresh log file for name (name.log, name-2.log, ...).
@@ -325,7 +314,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, p *proc, ok func(
 		if p != nil {
 			select {
 			case <-p.done:
-				t.Fatalf("%s exited while waiting for %s: %v\n%s", p.name, what, p.err, tail(p.log.Name(), 30))
+				t.Fatalf("%s exited while waiting for %s: %v\n%s", p.name, what, p.err, process.LogTail(p.log.Name(), 30))
 			default:
 			}
 		}
@@ -343,7 +332,7 @@ func readLine(t *testing.T, p *proc, ch <-chan string, timeout time.Duration) st
 	case l := <-ch:
 		return strings.TrimSpace(l)
 	case <-p.done:
-		t.Fatalf("%s exited: %v\n%s", p.name, p.err, tail(p.log.Name(), 30))
+		t.Fatalf("%s exited: %v\n%s", p.name, p.err, process.LogTail(p.log.Name(), 30))
 	case <-time.After(timeout):
 		t.Fatalf("%s printed no URL within %s", p.name, timeout)
 	}

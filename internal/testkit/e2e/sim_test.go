@@ -7,32 +7,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
-// simObject is a snapshot or volume as reported by the simulator's admin API, normalised.
+// simObject is a snapshot or volume as the simulator's admin API reports it.
 type simObject struct {
 	ID       string
 	State    string
 	Region   string
 	VolumeID string
 	AZ       string
-	Source   string // source snapshot of a copy, if the simulator reports it
-	Tags     map[string]string
-	Raw      map[string]any
+	// Source is the source snapshot of a copy, or the snapshot a volume was made from.
+	Source string
+	Tags   map[string]string
 }
 
 func (o simObject) String() string {
-	keys := make([]string, 0, len(o.Tags))
-	for k := range o.Tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var tags []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(o.Tags)) {
 		tags = append(tags, k+"="+o.Tags[k])
 	}
 	return fmt.Sprintf("%s[%s %s vol=%s az=%s src=%s tags{%s}]", o.ID, o.Region, o.State, o.VolumeID, o.AZ, o.Source, strings.Join(tags, ","))
@@ -44,7 +42,8 @@ type simClient struct {
 	url string
 }
 
-func (s simClient) get(path string) any {
+// getJSON decodes the answer to GET path into v.
+func (s simClient) getJSON(path string, v any) {
 	s.t.Helper()
 	resp, err := http.Get(s.url + path)
 	if err != nil {
@@ -52,14 +51,20 @@ func (s simClient) get(path string) any {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		s.t.Fatalf("GET %s: %s: %s", path, resp.Status, b)
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(b, v); err != nil {
 		s.t.Fatalf("GET %s: %v: %s", path, err, b)
 	}
-	return v
+}
+
+// stats returns the simulator's counters.
+func (s simClient) stats() ec2sim.Stats {
+	s.t.Helper()
+	var st ec2sim.Stats
+	s.getJSON("/_sim/stats", &st)
+	return st
 }
 
 func (s simClient) post(path string, body any) {
@@ -90,46 +95,22 @@ func (s simClient) listIn(kind, region, account string) []simObject {
 	if account != "" {
 		path += "&account=" + account
 	}
-	// The admin API answers a JSON array of ec2sim.Snapshot or ec2sim.Volume.
-	items, ok := s.get(path).([]any)
-	if !ok {
-		s.t.Fatalf("GET %s: not a JSON array", path)
-	}
 	var out []simObject
-	for _, it := range items {
-		m, ok := it.(map[string]any)
-		if !ok {
-			continue
+	switch kind {
+	case "snapshots":
+		var snaps []ec2sim.Snapshot
+		s.getJSON(path, &snaps)
+		for _, v := range snaps {
+			out = append(out, simObject{ID: v.ID, State: v.State, Region: v.Region, VolumeID: v.VolumeID, Source: v.SourceSnapshotID, Tags: v.Tags})
 		}
-		o := simObject{Raw: m, Region: region, Tags: map[string]string{}}
-		if kind == "snapshots" {
-			o.ID = str(m, "snapshotId", "SnapshotId", "id", "ID", "Id")
-			o.VolumeID = str(m, "volumeId", "VolumeId")
-		} else {
-			o.ID = str(m, "volumeId", "VolumeId", "id", "ID", "Id")
-			o.Source = str(m, "snapshotId", "SnapshotId")
+	case "volumes":
+		var vols []ec2sim.Volume
+		s.getJSON(path, &vols)
+		for _, v := range vols {
+			out = append(out, simObject{ID: v.ID, State: v.State, Region: v.Region, VolumeID: v.ID, AZ: v.AvailabilityZone, Source: v.SnapshotID, Tags: v.Tags})
 		}
-		o.State = str(m, "state", "State")
-		o.AZ = str(m, "availabilityZone", "AvailabilityZone", "az")
-		if src := str(m, "sourceSnapshotId", "SourceSnapshotId", "copiedFrom", "sourceSnapshot"); src != "" {
-			o.Source = src
-		}
-		if r := str(m, "region", "Region"); r != "" {
-			o.Region = r
-		}
-		switch tags := first(m, "tags", "Tags").(type) {
-		case map[string]any:
-			for k, v := range tags {
-				o.Tags[k] = fmt.Sprint(v)
-			}
-		case []any:
-			for _, t := range tags {
-				if tm, ok := t.(map[string]any); ok {
-					o.Tags[str(tm, "key", "Key")] = str(tm, "value", "Value")
-				}
-			}
-		}
-		out = append(out, o)
+	default:
+		s.t.Fatalf("the simulator lists snapshots or volumes, not %q", kind)
 	}
 	return out
 }
@@ -143,20 +124,4 @@ func live(objs []simObject) []simObject {
 		}
 	}
 	return out
-}
-
-func first(m map[string]any, keys ...string) any {
-	for _, k := range keys {
-		if v, ok := m[k]; ok && v != nil {
-			return v
-		}
-	}
-	return nil
-}
-
-func str(m map[string]any, keys ...string) string {
-	if v := first(m, keys...); v != nil {
-		return fmt.Sprint(v)
-	}
-	return ""
 }

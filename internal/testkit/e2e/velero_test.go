@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -315,34 +315,7 @@ func (r *rig) waitRestoreDone(name string, timeout time.Duration) *velerov1.Rest
 
 // pluginPIDs lists running processes of this plugin that are children of the velero server.
 func (r *rig) pluginPIDs() []int {
-	server := r.server.cmd.Process.Pid
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(server) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		argv0 := strings.SplitN(string(cmdline), "\x00", 2)[0]
-		if filepath.Base(argv0) == pluginBin {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return process.Running(r.server.cmd.Process.Pid, filepath.Join(r.pluginDir, pluginBin))
 }
 
 func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -46,6 +46,7 @@ func writeVolumeFields(w *xmlWriter, v *volume, now time.Time) {
 	}
 	w.bool("encrypted", v.encrypted)
 	w.elemNonEmpty("kmsKeyId", v.kmsKeyID)
+	w.elemNonEmpty("outpostArn", v.outpostArn)
 	w.bool("multiAttachEnabled", false)
 }
 

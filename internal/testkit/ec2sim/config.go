@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,37 @@ func Range(min, max time.Duration) DurationRange {
 
 func (r DurationRange) isZero() bool { return r.Min.Duration == 0 && r.Max.Duration == 0 }
 
+// String formats the range as Set reads it: "3s-6s", or "5s" for a fixed duration.
+func (r *DurationRange) String() string {
+	if r == nil || r.isZero() {
+		return ""
+	}
+	if r.Max.Duration == 0 || r.Max == r.Min {
+		return r.Min.String()
+	}
+	return r.Min.String() + "-" + r.Max.String()
+}
+
+// Set parses "MIN-MAX" or "D", so that a *DurationRange is a command-line flag (flag.Value).
+func (r *DurationRange) Set(s string) error {
+	lo, hi, found := strings.Cut(s, "-")
+	min, err := time.ParseDuration(lo)
+	if err != nil {
+		return err
+	}
+	max := min
+	if found {
+		if max, err = time.ParseDuration(hi); err != nil {
+			return err
+		}
+	}
+	if max < min {
+		return fmt.Errorf("range %s: max below min", s)
+	}
+	*r = Range(min, max)
+	return nil
+}
+
 // VolumeSpec describes a volume to seed into a region.
 type VolumeSpec struct {
 	ID               string            `json:"id,omitempty"` // "" => generated vol-…
@@ -56,6 +88,8 @@ type VolumeSpec struct {
 	Tags             map[string]string `json:"tags,omitempty"`
 	// Account owns the volume; "" => the default account (see Simulator.DefaultAccount).
 	Account string `json:"account,omitempty"`
+	// OutpostArn, when set, puts the volume on that AWS Outpost; DescribeVolumes reports it.
+	OutpostArn string `json:"outpostArn,omitempty"`
 }
 
 // RegionConfig seeds one region; AvailabilityZones default to REGION+"a", "b" and "c".
@@ -101,8 +135,10 @@ type Config struct {
 	CopyDuration DurationRange `json:"copyDuration"`
 	// VolumeCreateDuration is how long a new volume stays creating; default 1s.
 	VolumeCreateDuration DurationRange `json:"volumeCreateDuration"`
-	// ThrottleScale multiplies AWS's bucket sizes and refill rates; 0 disables throttling.
+	// ThrottleScale multiplies AWS's bucket sizes and refill rates; default 1, AWS's own.
 	ThrottleScale float64 `json:"throttleScale,omitempty"`
+	// Unthrottled turns request-rate throttling off, for tests that want speed and say so.
+	Unthrottled bool `json:"unthrottled,omitempty"`
 	// CopyLimit is the number of concurrent (pending) copies per destination region; default 20.
 	CopyLimit int `json:"copyLimit,omitempty"`
 	// Faults are the injected failures.
@@ -150,6 +186,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CopyLimit <= 0 {
 		c.CopyLimit = 20
+	}
+	switch {
+	case c.Unthrottled:
+		c.ThrottleScale = 0
+	case c.ThrottleScale <= 0:
+		c.ThrottleScale = 1
 	}
 	if c.SessionDuration.Duration <= 0 {
 		c.SessionDuration.Duration = defaultSessionDuration

@@ -3,6 +3,8 @@ package ec2sim
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -111,7 +113,7 @@ func tagSpec(rt types.ResourceType, tags map[string]string) []types.TagSpecifica
 		return nil
 	}
 	spec := types.TagSpecification{ResourceType: rt}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		spec.Tags = append(spec.Tags, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
 	}
 	return []types.TagSpecification{spec}

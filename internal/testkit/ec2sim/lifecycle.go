@@ -25,6 +25,7 @@ type snapshot struct {
 // volume is a volume; like a snapshot its state follows from the clock.
 type volume struct {
 	id, az, typ, snapshotID, kmsKeyID string
+	outpostArn                        string // "" for a volume in the region
 	seq                               uint64
 	sizeGiB, iops, throughput         int32
 	encrypted                         bool
@@ -98,7 +99,7 @@ func (v *volume) view(r *region, now time.Time) Volume {
 	return Volume{
 		ID: v.id, Account: r.account, Region: r.name, AvailabilityZone: v.az, State: v.state(now), Type: v.typ,
 		SnapshotID: v.snapshotID, SizeGiB: v.sizeGiB, IOPS: v.iops, Throughput: v.throughput,
-		Encrypted: v.encrypted, KmsKeyID: v.kmsKeyID, Tags: copyTags(v.tags),
+		Encrypted: v.encrypted, KmsKeyID: v.kmsKeyID, Tags: copyTags(v.tags), OutpostArn: v.outpostArn,
 	}
 }
 

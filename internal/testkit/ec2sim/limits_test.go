@@ -107,25 +107,42 @@ func TestThrottlingBurst(t *testing.T) {
 	}
 }
 
-// TestThrottlingAtAWSScale checks the documented bucket sizes at scale 1 and that buckets are
-// independent: emptying CreateTags does not throttle DescribeSnapshots.
+// TestThrottlingAtAWSScale checks the documented bucket sizes at AWS's rates, which a config
+// that names no rate gets, that buckets are independent (emptying CreateTags does not throttle
+// DescribeSnapshots), and that only Unthrottled turns throttling off.
 func TestThrottlingAtAWSScale(t *testing.T) {
-	f := start(t, Config{ThrottleScale: 1})
-	vol := f.volume("us-east-1", VolumeSpec{})
-	c := f.client("us-east-1")
-	for i := range 101 {
-		_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{vol},
-			Tags: []types.Tag{{Key: aws.String("k"), Value: aws.String(fmt.Sprint(i))}}})
-		if want := map[bool]string{true: "RequestLimitExceeded", false: ""}[i == 100]; errCode(err) != want {
-			t.Fatalf("CreateTags #%d: %v, want %q", i+1, err, want)
-		}
+	tests := []struct {
+		name      string
+		cfg       Config
+		throttled bool
+	}{
+		{"scale 1", Config{ThrottleScale: 1}, true},
+		{"default", Config{}, true},
+		{"unthrottled", Config{Unthrottled: true, ThrottleScale: 1}, false},
 	}
-	if _, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{}); err != nil {
-		t.Errorf("DescribeSnapshots after CreateTags burst: %v", err)
-	}
-	st := f.srv.Sim.Stats()
-	if st.Calls["us-east-1"]["CreateTags"]["ok"] != 100 || st.Total("CreateTags", "RequestLimitExceeded") != 1 || st.Total("CreateTags", "") != 101 {
-		t.Errorf("stats %v", st.Calls)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := start(t, tc.cfg)
+			vol := f.volume("us-east-1", VolumeSpec{})
+			c := f.client("us-east-1")
+			for i := range 101 {
+				_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{vol},
+					Tags: []types.Tag{{Key: aws.String("k"), Value: aws.String(fmt.Sprint(i))}}})
+				if want := map[bool]string{true: "RequestLimitExceeded", false: ""}[i == 100 && tc.throttled]; errCode(err) != want {
+					t.Fatalf("CreateTags #%d: %v, want %q", i+1, err, want)
+				}
+			}
+			if _, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{}); err != nil {
+				t.Errorf("DescribeSnapshots after CreateTags burst: %v", err)
+			}
+			if !tc.throttled {
+				return
+			}
+			st := f.srv.Sim.Stats()
+			if st.Calls["us-east-1"]["CreateTags"]["ok"] != 100 || st.Total("CreateTags", "RequestLimitExceeded") != 1 || st.Total("CreateTags", "") != 101 {
+				t.Errorf("stats %v", st.Calls)
+			}
+		})
 	}
 }
 

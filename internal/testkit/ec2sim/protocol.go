@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -257,7 +259,7 @@ func (w *xmlWriter) tagSet(tags map[string]string) {
 		return
 	}
 	w.open("tagSet")
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		w.open("item")
 		w.elem("key", k)
 		w.elem("value", tags[k])

@@ -105,6 +105,7 @@ type Volume struct {
 	Encrypted        bool              `json:"encrypted"`
 	KmsKeyID         string            `json:"kmsKeyId,omitempty"`
 	Tags             map[string]string `json:"tags,omitempty"`
+	OutpostArn       string            `json:"outpostArn,omitempty"` // the AWS Outpost the volume is on; "" in the region
 }
 
 // New returns a simulator for cfg, seeded with cfg.Regions' volumes. It does not validate cfg
@@ -245,13 +246,4 @@ func copyTags(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -23,7 +23,7 @@ func (s *Simulator) seedVolume(r *region, spec VolumeSpec) string {
 		id: id, seq: seq, az: spec.AvailabilityZone, typ: spec.Type,
 		sizeGiB: spec.SizeGiB, iops: spec.IOPS, throughput: spec.Throughput,
 		encrypted: spec.Encrypted, kmsKeyID: spec.KmsKeyID, tags: copyTags(spec.Tags),
-		created: now, ready: now, visibleAt: now,
+		outpostArn: spec.OutpostArn, created: now, ready: now, visibleAt: now,
 	}
 	if v.az == "" {
 		v.az = r.azs[0]

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -71,6 +72,40 @@ func TestDescribeVolumes(t *testing.T) {
 		aws.ToInt32(v.Size) != 100 || aws.ToInt32(v.Iops) != 5000 || v.State != types.VolumeStateAvailable ||
 		tagMap(v.Tags)["kubernetes.io/created-for/pv/name"] != "pv-1" {
 		t.Errorf("volume = %+v", v)
+	}
+}
+
+// A volume seeded on an AWS Outpost reports its ARN through DescribeVolumes and Volumes; a
+// volume in the region reports none.
+func TestDescribeVolumesOutpost(t *testing.T) {
+	const outpost = "arn:aws:outposts:us-east-1:111122223333:outpost/op-0123456789abcdef0"
+	f := start(t, Config{Regions: map[string]RegionConfig{
+		"us-east-1": {Volumes: []VolumeSpec{
+			{ID: "vol-0aaaaaaaaaaaaaaa1", OutpostArn: outpost},
+			{ID: "vol-0aaaaaaaaaaaaaaa2"},
+		}},
+	}})
+	want := map[string]string{"vol-0aaaaaaaaaaaaaaa1": outpost, "vol-0aaaaaaaaaaaaaaa2": ""}
+	out, err := f.client("us-east-1").DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range out.Volumes {
+		if v.OutpostArn != nil && *v.OutpostArn == "" {
+			t.Errorf("volume %s: empty OutpostArn element, want none", aws.ToString(v.VolumeId))
+		}
+		got[aws.ToString(v.VolumeId)] = aws.ToString(v.OutpostArn)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("DescribeVolumes OutpostArn = %v, want %v", got, want)
+	}
+	viewed := map[string]string{}
+	for _, v := range f.srv.Sim.Volumes("us-east-1") {
+		viewed[v.ID] = v.OutpostArn
+	}
+	if !maps.Equal(viewed, want) {
+		t.Errorf("Volumes OutpostArn = %v, want %v", viewed, want)
 	}
 }
 

@@ -2,17 +2,19 @@ package faults
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // built is the plugin binary, built once for the package.
-var built *harness.Plugin
+var built *rig.Plugin
 
-func TestMain(m *testing.M) { harness.TestMain(m, &built) }
+func TestMain(m *testing.M) { rig.TestMain(m, &built) }
 
 // full reports whether the heavy sizes were asked for (make fault runs the same through
 // internal/testkit/cmd/fault).
@@ -25,14 +27,14 @@ func TestScenarios(t *testing.T) {
 	if full() {
 		sizes = Full
 	}
-	env := &Env{Plugin: built, LogDir: t.TempDir()}
-	var results []*Result
+	env := &rig.Env{Plugin: built, LogDir: t.TempDir()}
+	var results []*rig.Result
 	for _, s := range Scenarios(sizes) {
-		t.Run(fileName(s.Name), func(t *testing.T) {
+		t.Run(rig.FileName(s.Name), func(t *testing.T) {
 			if s.Heavy && (!full() || testing.Short()) {
 				t.Skip("heavy: set FAULT_FULL=1 (or run make fault)")
 			}
-			res := env.Run(t.Context(), s)
+			res := Run(t.Context(), env, s)
 			results = append(results, res)
 			t.Log(res.Summary())
 			if !res.OK() {
@@ -50,42 +52,13 @@ func TestScenarios(t *testing.T) {
 func logTail(t *testing.T, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		b, err := os.ReadFile(dir + "/" + e.Name())
-		if err != nil {
-			continue
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		t.Logf("last lines of %s:\n%s", e.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
-	}
-}
-
-func TestResultOK(t *testing.T) {
-	tests := []struct {
-		name string
-		res  Result
-		want bool
-	}{
-		{"clean", Result{Operations: 10}, true},
-		{"intended failures", Result{Operations: 10, Failed: 2, WantFailed: 2}, true},
-		{"unintended failure", Result{Operations: 10, Failed: 1}, false},
-		{"intended failure missing", Result{Operations: 10, WantFailed: 1}, false},
-		{"duplicate", Result{Duplicates: 1}, false},
-		{"leak", Result{Leaked: 1}, false},
-		{"problem", Result{Problems: []string{"x"}}, false},
-		{"not deleted", Result{NotDeleted: true}, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.res.OK(); got != tc.want {
-				t.Errorf("OK() = %v, want %v", got, tc.want)
-			}
-		})
+		t.Logf("last lines of %s:\n%s", e.Name(), process.LogTail(filepath.Join(dir, e.Name()), 30))
 	}
 }
 
 func TestWriteTable(t *testing.T) {
 	var b strings.Builder
-	err := WriteTable(&b, []*Result{
+	err := WriteTable(&b, []*rig.Result{
 		{Scenario: "A", Load: "1 volume", Faults: "none", Operations: 1, Duration: 1500 * time.Millisecond, LongestReconcile: 1234 * time.Millisecond},
 		{Scenario: "B", Load: "2 volumes", Faults: "errors", Operations: 2, Failed: 1, WantFailed: 1, NotDeleted: true},
 		{Scenario: "C", Load: "3 volumes", Faults: "drops", Operations: 3, Duplicates: 1, Leaked: 2},
@@ -94,7 +67,7 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |",
+		"| Scenario | Load | Faults injected | Operations failed | rig.Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |",
 		"| A | 1 volume | none | 0 of 1 | 0 | 0 | 1.2s | 2s | pass |",
 		"| B | 2 volumes | errors | 1 of 2 (1 intended) | 0 | – (not deleted) | 0s | 0s | pass |",
 		"| C | 3 volumes | drops | 0 of 3 | 1 | 2 | 0s | 0s | **FAIL** |",

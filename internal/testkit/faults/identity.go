@@ -10,13 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/sirupsen/logrus"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	corev1api "k8s.io/api/core/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 const (
@@ -32,15 +32,14 @@ const (
 // snapshots), and, at the same time, another Velero install backing up other volumes under the
 // same name into the same account. Every backup must complete with one snapshot and one copy per
 // volume of its own, and deleting the three must leave nothing.
-func reusedNames(ctx context.Context, e *Env, res *Result, volumes int) error {
-	return e.withRig("reused names", FastConfig(7), 2*volumes, func(r *Rig) error {
+func reusedNames(ctx context.Context, e *rig.Env, res *rig.Result, volumes int) error {
+	return withRig(e, "reused names", rig.FastConfig(7), 2*volumes, func(r *rig.Rig) error {
 		mine, theirs := r.PVs[:volumes], r.PVs[volumes:]
-		plugins, err := harness.ProcessPlugins(e.Plugin.Dir, r.Core.Log, logrus.InfoLevel)
+		other, err := r.NewCore()
 		if err != nil {
 			return err
 		}
-		other := &harness.Core{Plugins: plugins, Log: r.Core.Log, SyncPeriod: e.syncPeriod()}
-		loc := Location(SourceRegion, CopyRegion)
+		loc := rig.Location(rig.SourceRegion, rig.CopyRegion)
 		const name = "nightly"
 		first, err := r.BackupPVs(ctx, res, harness.BackupRequest{Name: name, Location: loc, PVs: mine})
 		if err != nil {
@@ -72,7 +71,7 @@ func reusedNames(ctx context.Context, e *Env, res *Result, volumes int) error {
 		checkOwn(res, first, mine)
 		checkOwn(res, again, mine)
 		checkOwn(res, elsewhere, theirs)
-		res.Duplicates = Duplicates(r.Sim, name) // over all three backups of the name, each by its UID
+		res.Duplicates = rig.Duplicates(r.Sim, name) // over all three backups of the name, each by its UID
 		for _, b := range []*harness.BackupResult{first, again} {
 			r.Delete(res, b, loc)
 		}
@@ -86,7 +85,7 @@ func reusedNames(ctx context.Context, e *Env, res *Result, volumes int) error {
 
 // checkOwn records as problems a backup that did not complete, or whose snapshots are not
 // exactly one per PV of pvs.
-func checkOwn(res *Result, b *harness.BackupResult, pvs []*corev1api.PersistentVolume) {
+func checkOwn(res *rig.Result, b *harness.BackupResult, pvs []*corev1api.PersistentVolume) {
 	if b.Backup.Status.Phase != velerov1api.BackupPhaseCompleted {
 		res.Problemf("backup %s (%s) is %s: %v", b.Backup.Name, b.Backup.UID, b.Backup.Status.Phase, b.OperationErrors)
 	}
@@ -97,8 +96,8 @@ func checkOwn(res *Result, b *harness.BackupResult, pvs []*corev1api.PersistentV
 
 // untaggable fills one source snapshot to EC2's 50 tags while its backup waits (another tool
 // tagging it): only that operation may fail, naming the refusal; every other volume gets its copy.
-func untaggable(ctx context.Context, e *Env, res *Result, volumes int) error {
-	return e.withRig("untaggable", FastConfig(8), volumes, func(r *Rig) error {
+func untaggable(ctx context.Context, e *rig.Env, res *rig.Result, volumes int) error {
+	return withRig(e, "untaggable", rig.FastConfig(8), volumes, func(r *rig.Rig) error {
 		victim := r.PVs[len(r.PVs)-1].Name
 		const name = "untaggable"
 		var fillErr error
@@ -111,10 +110,10 @@ func untaggable(ctx context.Context, e *Env, res *Result, volumes int) error {
 			for k := len(src.Tags); k < maxTags; k++ {
 				tags = append(tags, types.Tag{Key: aws.String(fmt.Sprintf("other-tool-%02d", k)), Value: aws.String("x")})
 			}
-			_, fillErr = r.EC2(SourceRegion).CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{src.ID}, Tags: tags})
+			_, fillErr = r.EC2(rig.SourceRegion).CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{src.ID}, Tags: tags})
 		}
 		defer func() { r.Core.Hooks.AfterItem = nil }()
-		err := backupAndDeleteTo(ctx, r, res, name, CopyRegion, map[string]string{victim: "TagLimitExceeded"})
+		err := backupAndDeleteTo(ctx, r, res, name, rig.CopyRegion, map[string]string{victim: "TagLimitExceeded"})
 		if fillErr != nil {
 			res.Problemf("filling the tags of %s's snapshot: %v", victim, fillErr)
 		}
@@ -126,15 +125,15 @@ func untaggable(ctx context.Context, e *Env, res *Result, volumes int) error {
 // cancelled has Velero cancel one operation early (its item-operation timeout) while the others
 // go on past EC2's listing lag: that operation fails, and no copy of its source may exist at the
 // end, although later reconciles could start one.
-func cancelled(ctx context.Context, e *Env, res *Result, volumes int) error {
-	cfg := FastConfig(9)
+func cancelled(ctx context.Context, e *rig.Env, res *rig.Result, volumes int) error {
+	cfg := rig.FastConfig(9)
 	cfg.CopyDuration = ec2sim.Range(listingLagOfThePlugin, listingLagOfThePlugin+5*time.Second)
-	return e.withRig("cancelled", cfg, volumes, func(r *Rig) error {
+	return withRig(e, "cancelled", cfg, volumes, func(r *rig.Rig) error {
 		victim := r.PVs[0].Name
 		r.Core.Hooks.Expire = func(n int, op *harness.Operation) bool { return n == 3 && op.Resource.Name == victim }
 		defer func() { r.Core.Hooks.Expire = nil }()
 		const name = "cancelled"
-		loc := Location(SourceRegion, CopyRegion)
+		loc := rig.Location(rig.SourceRegion, rig.CopyRegion)
 		b, err := r.Backup(ctx, res, name, loc)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
@@ -17,8 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
-// Namespace is the Velero namespace of the harness's backups and restores.
-const Namespace = "velero"
+const (
+	// Namespace is the Velero namespace of the harness's backups and restores.
+	Namespace = "velero"
+	// Provider is the VolumeSnapshotLocation provider the harness uses by default.
+	Provider = ebs.VolumeSnapshotterName
+)
 
 // NewLocation returns a VolumeSnapshotLocation served by this plugin.
 func NewLocation(name string, config map[string]string) *velerov1api.VolumeSnapshotLocation {
@@ -81,10 +86,7 @@ func (r *BackupResult) Succeeded() bool {
 // PV), then the operations phase until every operation is done. It returns an error only when
 // the harness itself cannot go on; a failed backup is a result with phase PartiallyFailed.
 func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, error) {
-	timeout := req.ItemOperationTimeout
-	if timeout == 0 {
-		timeout = 4 * time.Hour
-	}
+	timeout := itemOperationTimeout(req.ItemOperationTimeout)
 	start := time.Now()
 	backup := &velerov1api.Backup{
 		TypeMeta: metav1.TypeMeta{APIVersion: velerov1api.SchemeGroupVersion.String(), Kind: "Backup"},
@@ -102,40 +104,11 @@ func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, er
 		return nil, err
 	}
 	res.ItemPhase = time.Since(start)
-	st := &backup.Status
-	st.BackupItemOperationsAttempted = len(res.Operations)
-	st.Errors = len(res.ItemErrors)
-	st.Phase = velerov1api.BackupPhaseWaitingForPluginOperations
-	if st.Errors > 0 {
-		st.Phase = velerov1api.BackupPhaseWaitingForPluginOperationsPartiallyFailed
-	}
-	c.observe(backupStatus(res, start))
-	if len(res.Operations) > 0 {
-		cl := backupOps{backup: backup}
-		errs, err := c.waitForOperations(ctx, cl, res.Operations, timeout, func(n int, t tally) {
-			st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed = t.completed, t.failed
-			st.Errors += len(t.errs)
-			if len(t.errs) > 0 {
-				st.Phase = velerov1api.BackupPhaseWaitingForPluginOperationsPartiallyFailed
-			}
-			res.Reconciles = n
-			res.LongestReconcile = max(res.LongestReconcile, t.took)
-			c.observe(backupStatus(res, start))
-		})
-		res.OperationErrors = errs
-		if err != nil {
-			return res, err
-		}
-	}
-	// Core passes through Finalizing; without finalize actions that changes nothing here.
-	st.Phase = velerov1api.BackupPhaseCompleted
-	if st.Errors > 0 {
-		st.Phase = velerov1api.BackupPhasePartiallyFailed
-	}
-	st.CompletionTimestamp = &metav1.Time{Time: time.Now()}
-	res.Total = time.Since(start)
-	c.observe(backupStatus(res, start))
-	return res, nil
+	backup.Status.BackupItemOperationsAttempted = len(res.Operations)
+	backup.Status.Errors = len(res.ItemErrors)
+	var err error
+	res.OperationErrors, err = c.waitAndFinalize(ctx, backupRun{res, start}, backupOps{backup: backup}, timeout)
+	return res, err
 }
 
 // backupItems is the item phase, one plugin manager for all items as in a backup run.
@@ -256,6 +229,35 @@ func takePVSnapshot(obj *unstructured.Unstructured, backup *velerov1api.Backup, 
 	snap.SnapshotID = id
 	return snap, nil
 }
+
+// backupRun is a backup as core's operations controller moves it on.
+type backupRun struct {
+	res   *BackupResult
+	start time.Time
+}
+
+func (b backupRun) enter(s stage) {
+	st := &b.res.Backup.Status
+	st.Phase = phaseOf(s, st.Errors > 0, velerov1api.BackupPhaseWaitingForPluginOperations,
+		velerov1api.BackupPhaseWaitingForPluginOperationsPartiallyFailed, velerov1api.BackupPhaseCompleted, velerov1api.BackupPhasePartiallyFailed)
+}
+
+func (b backupRun) record(reconcile int, t tally) {
+	st := &b.res.Backup.Status
+	st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed = t.completed, t.failed
+	st.Errors += len(t.errs)
+	b.res.Reconciles = reconcile
+	b.res.LongestReconcile = max(b.res.LongestReconcile, t.took)
+}
+
+func (b backupRun) finish() {
+	b.res.Backup.Status.CompletionTimestamp = &metav1.Time{Time: time.Now()}
+	b.res.Total = time.Since(b.start)
+}
+
+func (b backupRun) status() Status { return backupStatus(b.res, b.start) }
+
+func (b backupRun) operations() []*Operation { return b.res.Operations }
 
 // backupOps reaches backup item actions v2 for Progress and Cancel.
 type backupOps struct{ backup *velerov1api.Backup }

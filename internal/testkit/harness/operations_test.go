@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 )
@@ -125,10 +125,10 @@ func TestExpireCancelsOnlyTheOperationItNames(t *testing.T) {
 func TestPVZoneFollowsCore(t *testing.T) {
 	tests := []struct {
 		name string
-		vol  Volume
+		vol  fixture.Volume
 	}{
-		{"in-tree from labels", Volume{PV: "a", VolumeID: "vol-1", Zone: "us-east-1b"}},
-		{"CSI from node affinity", Volume{PV: "b", VolumeID: "vol-2", Zone: "us-east-1c", CSI: true}},
+		{"in-tree from labels", fixture.Volume{PV: "a", VolumeID: "vol-1", Zone: "us-east-1b"}},
+		{"CSI from node affinity", fixture.Volume{PV: "b", VolumeID: "vol-2", Zone: "us-east-1c", CSI: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,29 +136,5 @@ func TestPVZoneFollowsCore(t *testing.T) {
 				t.Errorf("zone %q, want %q", got, tc.vol.Zone)
 			}
 		})
-	}
-}
-
-func TestRangeValue(t *testing.T) {
-	tests := []struct {
-		in       string
-		min, max time.Duration
-		wantErr  bool
-	}{
-		{"3s-6s", 3 * time.Second, 6 * time.Second, false},
-		{"500ms", 500 * time.Millisecond, 500 * time.Millisecond, false},
-		{"6s-3s", 0, 0, true},
-		{"x", 0, 0, true},
-	}
-	for _, tc := range tests {
-		var r ec2sim.DurationRange
-		err := RangeValue{R: &r}.Set(tc.in)
-		if (err != nil) != tc.wantErr {
-			t.Errorf("%s: error %v", tc.in, err)
-			continue
-		}
-		if err == nil && (r.Min.Duration != tc.min || r.Max.Duration != tc.max) {
-			t.Errorf("%s: got %s-%s", tc.in, r.Min, r.Max)
-		}
 	}
 }

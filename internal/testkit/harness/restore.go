@@ -54,10 +54,7 @@ func (r *RestoreResult) Succeeded() bool {
 // pvRestorer.executePVAction do, then runs the restore item actions v2 and waits for their
 // operations as the restore operations controller does.
 func (c *Core) Restore(ctx context.Context, req RestoreRequest) (*RestoreResult, error) {
-	timeout := req.ItemOperationTimeout
-	if timeout == 0 {
-		timeout = 4 * time.Hour
-	}
+	timeout := itemOperationTimeout(req.ItemOperationTimeout)
 	start := time.Now()
 	restore := &velerov1api.Restore{
 		TypeMeta:   metav1.TypeMeta{APIVersion: velerov1api.SchemeGroupVersion.String(), Kind: "Restore"},
@@ -74,37 +71,11 @@ func (c *Core) Restore(ctx context.Context, req RestoreRequest) (*RestoreResult,
 		return nil, err
 	}
 	res.ItemPhase = time.Since(start)
-	st := &restore.Status
-	st.RestoreItemOperationsAttempted = len(res.Operations)
-	st.Errors = len(res.ItemErrors)
-	st.Phase = velerov1api.RestorePhaseWaitingForPluginOperations
-	if st.Errors > 0 {
-		st.Phase = velerov1api.RestorePhaseWaitingForPluginOperationsPartiallyFailed
-	}
-	c.observe(restoreStatus(res, start))
-	if len(res.Operations) > 0 {
-		errs, err := c.waitForOperations(ctx, restoreOps{restore: restore}, res.Operations, timeout, func(n int, t tally) {
-			st.RestoreItemOperationsCompleted, st.RestoreItemOperationsFailed = t.completed, t.failed
-			st.Errors += len(t.errs)
-			if len(t.errs) > 0 {
-				st.Phase = velerov1api.RestorePhaseWaitingForPluginOperationsPartiallyFailed
-			}
-			res.Reconciles = n
-			c.observe(restoreStatus(res, start))
-		})
-		res.OperationErrors = errs
-		if err != nil {
-			return res, err
-		}
-	}
-	st.Phase = velerov1api.RestorePhaseCompleted
-	if st.Errors > 0 {
-		st.Phase = velerov1api.RestorePhasePartiallyFailed
-	}
-	st.CompletionTimestamp = &metav1.Time{Time: time.Now()}
-	res.Total = time.Since(start)
-	c.observe(restoreStatus(res, start))
-	return res, nil
+	restore.Status.RestoreItemOperationsAttempted = len(res.Operations)
+	restore.Status.Errors = len(res.ItemErrors)
+	var err error
+	res.OperationErrors, err = c.waitAndFinalize(ctx, restoreRun{res, start}, restoreOps{restore: restore}, timeout)
+	return res, err
 }
 
 func (c *Core) restoreItems(req RestoreRequest, res *RestoreResult) error {
@@ -212,6 +183,34 @@ func resetVolumeBindingInfo(obj *unstructured.Unstructured) {
 	delete(annotations, "pv.kubernetes.io/provisioned-by")
 	obj.SetAnnotations(annotations)
 }
+
+// restoreRun is a restore as core's operations controller moves it on.
+type restoreRun struct {
+	res   *RestoreResult
+	start time.Time
+}
+
+func (r restoreRun) enter(s stage) {
+	st := &r.res.Restore.Status
+	st.Phase = phaseOf(s, st.Errors > 0, velerov1api.RestorePhaseWaitingForPluginOperations,
+		velerov1api.RestorePhaseWaitingForPluginOperationsPartiallyFailed, velerov1api.RestorePhaseCompleted, velerov1api.RestorePhasePartiallyFailed)
+}
+
+func (r restoreRun) record(reconcile int, t tally) {
+	st := &r.res.Restore.Status
+	st.RestoreItemOperationsCompleted, st.RestoreItemOperationsFailed = t.completed, t.failed
+	st.Errors += len(t.errs)
+	r.res.Reconciles = reconcile
+}
+
+func (r restoreRun) finish() {
+	r.res.Restore.Status.CompletionTimestamp = &metav1.Time{Time: time.Now()}
+	r.res.Total = time.Since(r.start)
+}
+
+func (r restoreRun) status() Status { return restoreStatus(r.res, r.start) }
+
+func (r restoreRun) operations() []*Operation { return r.res.Operations }
 
 // restoreOps reaches restore item actions v2 for Progress and Cancel.
 type restoreOps struct{ restore *velerov1api.Restore }

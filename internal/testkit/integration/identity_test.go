@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,14 +18,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/sirupsen/logrus"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	corev1api "k8s.io/api/core/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // Tests of which snapshot an operation follows: backups that reuse a name, two installs in one
@@ -43,17 +46,6 @@ const (
 type observerFunc func(harness.Status)
 
 func (f observerFunc) Observe(s harness.Status) { f(s) }
-
-// newCore returns another Velero core over the same plugin directory, logging where the rig's
-// core logs: a plugin manager factory of its own, as another Velero install (or server) has.
-func (r *rig) newCore() *harness.Core {
-	r.t.Helper()
-	plugins, err := harness.ProcessPlugins(plugin.Dir, r.core.Log, logrus.InfoLevel)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return &harness.Core{Plugins: plugins, Log: r.core.Log, SyncPeriod: syncPeriod}
-}
 
 // runBackup runs a backup named name of pvs through core; safe to call from any goroutine.
 func runBackup(ctx context.Context, core *harness.Core, name string, pvs []*corev1api.PersistentVolume, loc *velerov1api.VolumeSnapshotLocation) (*harness.BackupResult, error) {
@@ -169,12 +161,12 @@ func requireOwnSnapshots(t *testing.T, sim *ec2sim.Simulator, res *harness.Backu
 // A Backup removed without its snapshots leaves them in EC2; a new backup of the same name (a
 // new UID, the same PVs) follows, copies, restores from and deletes only its own snapshots.
 func TestReusedBackupNameFollowsOnlyTheNewSnapshots(t *testing.T) {
-	r := newRig(t, fastConfig(), 6)
+	r := newRig(t, rig.FastConfig(1), 6)
 	loc := location(copyRegion)
 	first := r.backup(loc, 0)
-	requireCompleted(t, first, len(r.pvs))
-	requireOneEach(t, r.sim, first, copyRegion)
-	oldSources, oldCopies := byID(r.sim.Snapshots(sourceRegion)), byID(r.sim.Snapshots(copyRegion))
+	requireCompleted(t, first, len(r.PVs))
+	requireOneEach(t, r, first, copyRegion)
+	oldSources, oldCopies := byID(r.Sim.Snapshots(sourceRegion)), byID(r.Sim.Snapshots(copyRegion))
 
 	// EC2 takes one snapshot of a volume per 15 s; the second backup should not need to wait.
 	time.Sleep(time.Until(first.Backup.Status.StartTimestamp.Add(first.ItemPhase + perVolumeInterval + 200*time.Millisecond)))
@@ -182,43 +174,43 @@ func TestReusedBackupNameFollowsOnlyTheNewSnapshots(t *testing.T) {
 	if second.Backup.Name != first.Backup.Name || second.Backup.UID == first.Backup.UID {
 		t.Fatalf("backups %s/%s and %s/%s: want one name, two UIDs", first.Backup.Name, first.Backup.UID, second.Backup.Name, second.Backup.UID)
 	}
-	requireCompleted(t, second, len(r.pvs))
+	requireCompleted(t, second, len(r.PVs))
 	for _, snap := range second.Snapshots {
 		if _, old := oldSources[snap.SnapshotID]; old {
 			t.Errorf("%s: the second backup recorded %s, a snapshot of the first", snap.PV, snap.SnapshotID)
 		}
 	}
-	newCopies := requireOwnSnapshots(t, r.sim, second)
+	newCopies := requireOwnSnapshots(t, r.Sim, second)
 
 	// The first backup's snapshots and copies are as it left them: no copy, tag or deletion.
-	requireUntouched(t, r.sim, oldSources, oldCopies)
-	if n := r.sim.Stats().Total("CopySnapshot", "ok"); n != 2*len(r.pvs) {
-		t.Errorf("%d copies made by the two backups, want %d: one per new source", n, 2*len(r.pvs))
+	requireUntouched(t, r.Sim, oldSources, oldCopies)
+	if n := r.Sim.Stats().Total("CopySnapshot", "ok"); n != 2*len(r.PVs) {
+		t.Errorf("%d copies made by the two backups, want %d: one per new source", n, 2*len(r.PVs))
 	}
 
 	// A recovery cluster in the copy region restores the second backup from its own copies.
-	restore, err := r.core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-reused", Backup: second, Location: drLocation()})
+	restore, err := r.Core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-reused", Backup: second, Location: drLocation()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !restore.Succeeded() || len(restore.Volumes) != len(r.pvs) {
+	if !restore.Succeeded() || len(restore.Volumes) != len(r.PVs) {
 		t.Fatalf("restore phase %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase,
-			len(restore.Volumes), len(r.pvs), restore.ItemErrors, restore.OperationErrors)
+			len(restore.Volumes), len(r.PVs), restore.ItemErrors, restore.OperationErrors)
 	}
-	restored := volumesByID(r.sim.Volumes(copyRegion))
+	restored := volumesByID(r.Sim.Volumes(copyRegion))
 	for _, rv := range restore.Volumes {
 		want, ok := newCopies[rv.PV]
 		if v := restored[rv.VolumeID]; !ok || v.SnapshotID != want.ID {
-			t.Errorf("%s: volume %s made from %q, want the second backup's copy %s (old copies: %v)", rv.PV, rv.VolumeID, v.SnapshotID, want.ID, harness.SortedKeys(oldCopies))
+			t.Errorf("%s: volume %s made from %q, want the second backup's copy %s (old copies: %v)", rv.PV, rv.VolumeID, v.SnapshotID, want.ID, slices.Sorted(maps.Keys(oldCopies)))
 		}
 	}
 
 	// Deleting the second backup leaves the first one's snapshots and copies.
-	if err := r.core.DeleteBackup(second, loc); err != nil {
+	if err := r.Core.DeleteBackup(second, loc); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	requireUntouched(t, r.sim, oldSources, oldCopies)
-	if left := harness.SnapshotsLeft(r.sim, sourceRegion, copyRegion); left[sourceRegion] != len(oldSources) || left[copyRegion] != len(oldCopies) {
+	requireUntouched(t, r.Sim, oldSources, oldCopies)
+	if left := rig.SnapshotsLeft(r.Sim, sourceRegion, copyRegion); left[sourceRegion] != len(oldSources) || left[copyRegion] != len(oldCopies) {
 		t.Errorf("snapshots left after deleting the second backup: %v, want only the first backup's %d and %d", left, len(oldSources), len(oldCopies))
 	}
 }
@@ -244,15 +236,15 @@ func requireUntouched(t *testing.T, sim *ec2sim.Simulator, before ...map[string]
 // Two Velero installs in one account, each with a backup named nightly of its own volumes, at
 // once: each follows, copies and deletes only its own snapshots.
 func TestTwoInstallsOneBackupNameOneAccount(t *testing.T) {
-	r := newRig(t, fastConfig(), 0)
+	r := newRig(t, rig.FastConfig(1), 0)
 	loc := location(copyRegion)
 	installs := []struct {
 		name string
 		core *harness.Core
 		pvs  []*corev1api.PersistentVolume
 	}{
-		{"a", r.core, harness.Fleet{Region: sourceRegion, Count: 12, Prefix: "cluster-a-pv"}.Seed(r.sim)},
-		{"b", r.newCore(), harness.Fleet{Region: sourceRegion, Count: 12, Prefix: "cluster-b-pv"}.Seed(r.sim)},
+		{"a", r.Core, fixture.Fleet{Region: sourceRegion, Count: 12, Prefix: "cluster-a-pv"}.Seed(r.Sim)},
+		{"b", r.newCore(), fixture.Fleet{Region: sourceRegion, Count: 12, Prefix: "cluster-b-pv"}.Seed(r.Sim)},
 	}
 	results := make([]*harness.BackupResult, len(installs))
 	errs := make([]error, len(installs))
@@ -275,9 +267,9 @@ func TestTwoInstallsOneBackupNameOneAccount(t *testing.T) {
 				t.Errorf("install %s recorded a snapshot of %s", in.name, snap.PV)
 			}
 		}
-		requireOwnSnapshots(t, r.sim, res)
+		requireOwnSnapshots(t, r.Sim, res)
 		own[i] = map[string]ec2sim.Snapshot{}
-		for _, s := range append(r.sim.Snapshots(sourceRegion), r.sim.Snapshots(copyRegion)...) {
+		for _, s := range append(r.Sim.Snapshots(sourceRegion), r.Sim.Snapshots(copyRegion)...) {
 			if s.Tags[ebs.TagBackupUID] == string(res.Backup.UID) {
 				own[i][s.ID] = s
 			}
@@ -286,27 +278,27 @@ func TestTwoInstallsOneBackupNameOneAccount(t *testing.T) {
 			t.Errorf("install %s: %d snapshots and copies carry its backup's UID, want %d", in.name, len(own[i]), 2*len(in.pvs))
 		}
 	}
-	sources := byID(r.sim.Snapshots(sourceRegion))
-	for _, c := range r.sim.Snapshots(copyRegion) {
+	sources := byID(r.Sim.Snapshots(sourceRegion))
+	for _, c := range r.Sim.Snapshots(copyRegion) {
 		if src, ok := sources[c.SourceSnapshotID]; !ok || c.Tags[ebs.TagBackupUID] != src.Tags[ebs.TagBackupUID] {
 			t.Errorf("copy %s of %s has backup UID %q, its source %q", c.ID, c.SourceSnapshotID, c.Tags[ebs.TagBackupUID], src.Tags[ebs.TagBackupUID])
 		}
 	}
-	if n := r.sim.Stats().Total("CopySnapshot", "ok"); n != 24 {
+	if n := r.Sim.Stats().Total("CopySnapshot", "ok"); n != 24 {
 		t.Errorf("%d copies made, want 24: one per source", n)
 	}
 
 	if err := installs[0].core.DeleteBackup(results[0], loc); err != nil {
 		t.Fatalf("delete install a's backup: %v", err)
 	}
-	requireUntouched(t, r.sim, own[1])
-	if left := harness.SnapshotsLeft(r.sim, sourceRegion, copyRegion); left[sourceRegion] != 12 || left[copyRegion] != 12 {
+	requireUntouched(t, r.Sim, own[1])
+	if left := rig.SnapshotsLeft(r.Sim, sourceRegion, copyRegion); left[sourceRegion] != 12 || left[copyRegion] != 12 {
 		t.Errorf("after deleting install a's backup: %v left, want install b's 12 sources and 12 copies", left)
 	}
 	if err := installs[1].core.DeleteBackup(results[1], loc); err != nil {
 		t.Fatalf("delete install b's backup: %v", err)
 	}
-	if left := harness.SnapshotsLeft(r.sim, sourceRegion, copyRegion); left[sourceRegion] != 0 || left[copyRegion] != 0 {
+	if left := rig.SnapshotsLeft(r.Sim, sourceRegion, copyRegion); left[sourceRegion] != 0 || left[copyRegion] != 0 {
 		t.Errorf("after deleting both backups: %v left", left)
 	}
 }
@@ -315,11 +307,11 @@ func TestTwoInstallsOneBackupNameOneAccount(t *testing.T) {
 // operations: that operation fails naming the snapshot and EC2's refusal; the 29 others copy
 // as usual.
 func TestSourceWithFiftyTagsFailsOnlyItsOperation(t *testing.T) {
-	r := newRig(t, fastConfig(), 30)
+	r := newRig(t, rig.FastConfig(1), 30)
 	loc := location(copyRegion)
-	target := r.pvs[len(r.pvs)-1].Name // snapshotted last: still pending when the items are done
+	target := r.PVs[len(r.PVs)-1].Name // snapshotted last: still pending when the items are done
 	var targetID, premise string
-	r.core.Observer = observerFunc(func(s harness.Status) {
+	r.Core.Observer = observerFunc(func(s harness.Status) {
 		if targetID != "" || s.Phase != string(velerov1api.BackupPhaseWaitingForPluginOperations) {
 			return
 		}
@@ -328,7 +320,7 @@ func TestSourceWithFiftyTagsFailsOnlyItsOperation(t *testing.T) {
 				targetID = snap.SnapshotID
 			}
 		}
-		src := byID(r.sim.Snapshots(sourceRegion))[targetID]
+		src := byID(r.Sim.Snapshots(sourceRegion))[targetID]
 		if src.State != "pending" {
 			premise = fmt.Sprintf("source %s of %s is %q when the items are done, want pending", targetID, target, src.State)
 		}
@@ -344,7 +336,7 @@ func TestSourceWithFiftyTagsFailsOnlyItsOperation(t *testing.T) {
 	if premise != "" {
 		t.Fatal(premise)
 	}
-	if n := len(byID(r.sim.Snapshots(sourceRegion))[targetID].Tags); n != maxTags {
+	if n := len(byID(r.Sim.Snapshots(sourceRegion))[targetID].Tags); n != maxTags {
 		t.Fatalf("source %s of %s has %d tags, want %d", targetID, target, n, maxTags)
 	}
 	if res.Backup.Status.Phase != velerov1api.BackupPhasePartiallyFailed {
@@ -355,10 +347,10 @@ func TestSourceWithFiftyTagsFailsOnlyItsOperation(t *testing.T) {
 		t.Errorf("failed operations %v, want only %s's, naming %s and TagLimitExceeded", failed, target, targetID)
 	}
 	t.Logf("%s failed: %s", target, failed[target])
-	if st := res.Backup.Status; st.BackupItemOperationsCompleted != len(r.pvs)-1 || st.BackupItemOperationsFailed != 1 {
-		t.Errorf("operations %d completed, %d failed, want %d and 1", st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed, len(r.pvs)-1)
+	if st := res.Backup.Status; st.BackupItemOperationsCompleted != len(r.PVs)-1 || st.BackupItemOperationsFailed != 1 {
+		t.Errorf("operations %d completed, %d failed, want %d and 1", st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed, len(r.PVs)-1)
 	}
-	sources, copies := perPV(r.sim, sourceRegion, res.Backup.Name, false), perPV(r.sim, copyRegion, res.Backup.Name, true)
+	sources, copies := r.PerPV(sourceRegion, res.Backup.Name, false), r.PerPV(copyRegion, res.Backup.Name, true)
 	for _, snap := range res.Snapshots {
 		src, cps := sources[snap.PV], copies[snap.PV]
 		if len(src) != 1 || src[0].ID != snap.SnapshotID {
@@ -372,13 +364,13 @@ func TestSourceWithFiftyTagsFailsOnlyItsOperation(t *testing.T) {
 			t.Errorf("%s: copies %+v, want %d completed copy of %s", snap.PV, cps, want, snap.SnapshotID)
 		}
 	}
-	if n := r.sim.Stats().Total("CopySnapshot", "ok"); n != len(r.pvs)-1 {
-		t.Errorf("%d copies made, want %d", n, len(r.pvs)-1)
+	if n := r.Sim.Stats().Total("CopySnapshot", "ok"); n != len(r.PVs)-1 {
+		t.Errorf("%d copies made, want %d", n, len(r.PVs)-1)
 	}
-	if err := r.core.DeleteBackup(res, loc); err != nil {
+	if err := r.Core.DeleteBackup(res, loc); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if left := harness.SnapshotsLeft(r.sim, sourceRegion, copyRegion); left[sourceRegion] != 0 || left[copyRegion] != 0 {
+	if left := rig.SnapshotsLeft(r.Sim, sourceRegion, copyRegion); left[sourceRegion] != 0 || left[copyRegion] != 0 {
 		t.Errorf("snapshots left after deletion: %v", left)
 	}
 }
@@ -392,7 +384,7 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 		outage  = 20 * time.Second
 		code    = "IDPCommunicationError"
 	)
-	cfg := fastConfig()
+	cfg := rig.FastConfig(1)
 	cfg.SnapshotDuration = ec2sim.Range(time.Second, 3*time.Second)
 	cfg.CopyDuration = ec2sim.Range(2*time.Second, 4*time.Second)
 	cfg.Accounts = []ec2sim.Account{{ID: account, AccessKeys: []ec2sim.AccessKey{{AccessKeyID: "AKIAACCOUNTKEY000001", SecretAccessKey: "account-secret"}}}}
@@ -418,7 +410,7 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 		_ = os.Unsetenv(k)
 	}
 
-	idpFailures := func() int { return r.sim.Stats().Calls["sts"]["AssumeRoleWithWebIdentity"][code] }
+	idpFailures := func() int { return r.Sim.Stats().Calls["sts"]["AssumeRoleWithWebIdentity"][code] }
 	var (
 		mu                          sync.Mutex
 		outageStart, outageEnd      time.Time
@@ -426,8 +418,8 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 		reconcileStart              time.Time
 		slow                        []string // reconciles that took over 2 s
 	)
-	r.core.Hooks.BeforeReconcile = func(int) { reconcileStart = time.Now() }
-	r.core.Observer = observerFunc(func(s harness.Status) {
+	r.Core.Hooks.BeforeReconcile = func(int) { reconcileStart = time.Now() }
+	r.Core.Observer = observerFunc(func(s harness.Status) {
 		if s.Reconciles == 0 {
 			return
 		}
@@ -441,16 +433,16 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 			return
 		}
 		// Some copies in flight, others not started yet.
-		if n := len(r.sim.Snapshots(copyRegion)); n == 0 || n == len(r.pvs) {
+		if n := len(r.Sim.Snapshots(copyRegion)); n == 0 || n == len(r.PVs) {
 			return
 		}
 		failuresBefore = idpFailures()
-		r.sim.SetFaults(ec2sim.Faults{IdentityProviderError: code})
+		r.Sim.SetFaults(ec2sim.Faults{IdentityProviderError: code})
 		outageStart = time.Now()
 		time.AfterFunc(outage, func() {
 			mu.Lock()
 			defer mu.Unlock()
-			r.sim.SetFaults(ec2sim.Faults{})
+			r.Sim.SetFaults(ec2sim.Faults{})
 			outageEnd, failuresEnd = time.Now(), idpFailures()
 		})
 	})
@@ -461,8 +453,8 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 	if start.IsZero() {
 		t.Fatalf("the outage never began: no reconcile saw some copies started and others not")
 	}
-	requireCompleted(t, res, len(r.pvs))
-	requireOneEach(t, r.sim, res, copyRegion)
+	requireCompleted(t, res, len(r.PVs))
+	requireOneEach(t, r, res, copyRegion)
 	finished := res.Backup.Status.CompletionTimestamp.Time
 	if end.IsZero() || finished.Before(end) {
 		t.Errorf("backup completed at %s, before the outage of %s–%s ended", finished.Format(time.StampMilli), start.Format(time.StampMilli), end.Format(time.StampMilli))
@@ -470,12 +462,12 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 	if failuresBefore != 0 || failuresEnd == 0 {
 		t.Errorf("STS answered %s %d times before the outage and %d by its end, want 0 and some", code, failuresBefore, failuresEnd)
 	}
-	st := r.sim.Stats()
+	st := r.Sim.Stats()
 	if n := st.Total("", "AuthFailure"); n != 0 {
 		t.Errorf("EC2 answered AuthFailure %d times: the plugin signed with something other than its STS session", n)
 	}
-	if n := st.Accounts[account].Total("CopySnapshot", "ok"); n != len(r.pvs) {
-		t.Errorf("%d copies made in account %s with the role's sessions, want %d", n, account, len(r.pvs))
+	if n := st.Accounts[account].Total("CopySnapshot", "ok"); n != len(r.PVs) {
+		t.Errorf("%d copies made in account %s with the role's sessions, want %d", n, account, len(r.PVs))
 	}
 	// What `velero backup describe --details` showed while the plugin waited.
 	said := 0
@@ -498,7 +490,7 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 // A backup deleted (through another plugin manager, as the deletion controller does) while its
 // operations keep starting copies in the first: nothing is left in either region.
 func TestDeletionWhileCopiesAreStartingLeavesNothing(t *testing.T) {
-	cfg := fastConfig()
+	cfg := rig.FastConfig(1)
 	cfg.SnapshotDuration = ec2sim.Range(300*time.Millisecond, 5*time.Second)
 	cfg.CopyDuration = ec2sim.Fixed(6 * time.Second)
 	// Latency makes the deletion last several reconciles of the first core; new copies are
@@ -519,17 +511,17 @@ func TestDeletionWhileCopiesAreStartingLeavesNothing(t *testing.T) {
 	done := make(chan deletion, 1)
 	var once sync.Once
 	var reconciles atomic.Int64
-	r.core.Observer = observerFunc(func(s harness.Status) {
+	r.Core.Observer = observerFunc(func(s harness.Status) {
 		reconciles.Store(int64(s.Reconciles))
 		if s.Reconciles == 0 {
 			return
 		}
-		copies := copiesBySource(r.sim, copyRegion)
-		if len(copies) < 3 || len(copies) > len(r.pvs)-8 {
+		copies := copiesBySource(r.Sim, copyRegion)
+		if len(copies) < 3 || len(copies) > len(r.PVs)-8 {
 			return
 		}
 		once.Do(func() {
-			d := deletion{ahead: len(r.pvs) - len(copies), copiesBefore: r.sim.Stats().Total("CopySnapshot", "ok"), reconciles: -s.Reconciles}
+			d := deletion{ahead: len(r.PVs) - len(copies), copiesBefore: r.Sim.Stats().Total("CopySnapshot", "ok"), reconciles: -s.Reconciles}
 			for _, cs := range copies {
 				if cs[0].State == "pending" {
 					d.inFlight++
@@ -549,7 +541,7 @@ func TestDeletionWhileCopiesAreStartingLeavesNothing(t *testing.T) {
 	defer cancel()
 	backupDone := make(chan error, 1)
 	go func() {
-		_, err := r.core.Backup(ctx, harness.BackupRequest{Name: "deleted-while-copying", Location: loc, PVs: r.pvs})
+		_, err := r.Core.Backup(ctx, harness.BackupRequest{Name: "deleted-while-copying", Location: loc, PVs: r.PVs})
 		backupDone <- err
 	}()
 	var d deletion
@@ -576,38 +568,38 @@ func TestDeletionWhileCopiesAreStartingLeavesNothing(t *testing.T) {
 	// Every plugin process is gone now, so nothing can start a copy any more. What is left must
 	// be deleted already and only waiting for EC2 to finish it.
 	for _, region := range []string{sourceRegion, copyRegion} {
-		for _, s := range r.sim.Snapshots(region) {
+		for _, s := range r.Sim.Snapshots(region) {
 			if !s.DeletePending {
 				t.Errorf("left in %s: %s of %s, %s, tags %v", region, s.ID, s.Tags[ebs.TagPV], s.State, s.Tags)
 			}
 		}
 	}
 	waitFor(t, 15*time.Second, func() bool {
-		left := harness.SnapshotsLeft(r.sim, sourceRegion, copyRegion)
+		left := rig.SnapshotsLeft(r.Sim, sourceRegion, copyRegion)
 		return left[sourceRegion] == 0 && left[copyRegion] == 0
 	}, "pending snapshots deleted by the backup's deletion to go")
 	t.Logf("deletion began with %d copies in flight and %d sources not copied yet and took %s over %d reconciles of the first core; copies started: %d before it, %d in all",
-		d.inFlight, d.ahead, d.took.Round(time.Millisecond), d.reconciles, d.copiesBefore, r.sim.Stats().Total("CopySnapshot", "ok"))
+		d.inFlight, d.ahead, d.took.Round(time.Millisecond), d.reconciles, d.copiesBefore, r.Sim.Stats().Total("CopySnapshot", "ok"))
 }
 
 // Velero cancels one operation on its timeout while its copy is pending; the others go on for
 // longer than the plugin's listing lag after that. The pending copy is deleted and the source
 // is never copied again; the others complete.
 func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
-	cfg := fastConfig()
+	cfg := rig.FastConfig(1)
 	cfg.SnapshotDuration = ec2sim.Fixed(500 * time.Millisecond)
 	// 21 volumes: the first 20 copies fill EC2's slots; the last one is copied when they are
 	// done, so the backup outlasts both the cancelled copy and the listing lag.
 	cfg.CopyDuration = ec2sim.Fixed(17 * time.Second)
 	r := newRig(t, cfg, 21)
-	target := r.pvs[0].Name // snapshotted first: in the first wave of copies
+	target := r.PVs[0].Name // snapshotted first: in the first wave of copies
 	sourceOf := func() (src ec2sim.Snapshot, copies []ec2sim.Snapshot) {
-		for _, s := range r.sim.Snapshots(sourceRegion) {
+		for _, s := range r.Sim.Snapshots(sourceRegion) {
 			if s.Tags[ebs.TagPV] == target {
 				src = s
 			}
 		}
-		return src, copiesBySource(r.sim, copyRegion)[src.ID]
+		return src, copiesBySource(r.Sim, copyRegion)[src.ID]
 	}
 	var (
 		cancelledAt, copyGoneAt time.Time
@@ -615,7 +607,7 @@ func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
 		violations              = map[string]string{} // copy ID -> what was wrong when first seen
 		deletedAfterCancel      bool
 	)
-	r.core.Hooks.Expire = func(_ int, op *harness.Operation) bool {
+	r.Core.Hooks.Expire = func(_ int, op *harness.Operation) bool {
 		if op.Resource.Name != target || !cancelledAt.IsZero() {
 			return false
 		}
@@ -626,7 +618,7 @@ func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
 		cancelledAt, sourceID = time.Now(), src.ID
 		return true
 	}
-	r.core.Observer = observerFunc(func(s harness.Status) {
+	r.Core.Observer = observerFunc(func(s harness.Status) {
 		if cancelledAt.IsZero() {
 			return
 		}
@@ -666,7 +658,7 @@ func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
 	if !deletedAfterCancel {
 		t.Errorf("the pending copy of %s was not seen being deleted after the cancel", sourceID)
 	}
-	for _, id := range harness.SortedKeys(violations) {
+	for _, id := range slices.Sorted(maps.Keys(violations)) {
 		t.Error(violations[id])
 	}
 	src, copies := sourceOf()
@@ -676,14 +668,14 @@ func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
 	if len(copies) != 0 {
 		t.Errorf("copies of the cancelled %s at the end: %+v", sourceID, copies)
 	}
-	others := perPV(r.sim, copyRegion, res.Backup.Name, true)
-	for _, pv := range r.pvs[1:] {
+	others := r.PerPV(copyRegion, res.Backup.Name, true)
+	for _, pv := range r.PVs[1:] {
 		if cps := others[pv.Name]; len(cps) != 1 || cps[0].State != "completed" {
 			t.Errorf("%s: copies %+v, want one completed", pv.Name, cps)
 		}
 	}
-	if n := r.sim.Stats().Total("CopySnapshot", "ok"); n != len(r.pvs) {
-		t.Errorf("%d copies made, want %d: the cancelled one's only once", n, len(r.pvs))
+	if n := r.Sim.Stats().Total("CopySnapshot", "ok"); n != len(r.PVs) {
+		t.Errorf("%d copies made, want %d: the cancelled one's only once", n, len(r.PVs))
 	}
 	t.Logf("cancelled %s %s into the backup; its copy went %s later; the backup ran %s past the cancel",
 		target, cancelledAt.Sub(res.Backup.Status.StartTimestamp.Time).Round(time.Millisecond),

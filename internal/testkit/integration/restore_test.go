@@ -11,7 +11,9 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // drLocation is the recovery cluster's location: the same name as the backed-up cluster's,
@@ -24,25 +26,25 @@ func drLocation() *velerov1api.VolumeSnapshotLocation {
 // that region, with the PV's zone, region and node affinity moved along and the volume's type,
 // IOPS and throughput kept; the restore waits until the volumes are available.
 func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
-	r := newRig(t, fastConfig(), 8)
+	r := newRig(t, rig.FastConfig(1), 8)
 	res := r.backup(location(copyRegion), 0)
-	requireCompleted(t, res, len(r.pvs))
-	restore, err := r.core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-dr", Backup: res, Location: drLocation()})
+	requireCompleted(t, res, len(r.PVs))
+	restore, err := r.Core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-dr", Backup: res, Location: drLocation()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !restore.Succeeded() {
 		t.Fatalf("restore phase %s; errors %v %v", restore.Restore.Status.Phase, restore.ItemErrors, restore.OperationErrors)
 	}
-	if len(restore.Volumes) != len(r.pvs) || len(restore.Operations) != len(r.pvs) {
-		t.Fatalf("%d volumes restored with %d operations, want %d each", len(restore.Volumes), len(restore.Operations), len(r.pvs))
+	if len(restore.Volumes) != len(r.PVs) || len(restore.Operations) != len(r.PVs) {
+		t.Fatalf("%d volumes restored with %d operations, want %d each", len(restore.Volumes), len(restore.Operations), len(r.PVs))
 	}
 	copies := map[string]string{}
-	for _, s := range r.sim.Snapshots(copyRegion) {
+	for _, s := range r.Sim.Snapshots(copyRegion) {
 		copies[s.ID] = s.SourceSnapshotID
 	}
-	backedUp := volumesByID(r.sim.Volumes(sourceRegion))
-	restored := volumesByID(r.sim.Volumes(copyRegion))
+	backedUp := volumesByID(r.Sim.Volumes(sourceRegion))
+	restored := volumesByID(r.Sim.Volumes(copyRegion))
 	items := map[string]*corev1api.PersistentVolume{}
 	for _, u := range restore.Items {
 		pv := &corev1api.PersistentVolume{}
@@ -63,7 +65,7 @@ func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
 		if v.State != "available" {
 			t.Errorf("%s: volume %s is %s after the restore completed", rv.PV, v.ID, v.State)
 		}
-		orig := backedUp[harness.VolumeIDOf(r.pvs[i])]
+		orig := backedUp[fixture.VolumeIDOf(r.PVs[i])]
 		if v.Type != orig.Type || v.IOPS != orig.IOPS || v.Throughput != orig.Throughput || v.SizeGiB != orig.SizeGiB {
 			t.Errorf("%s: restored %s %d GiB %d IOPS %d MiB/s, backed up %s %d GiB %d IOPS %d MiB/s", rv.PV,
 				v.Type, v.SizeGiB, v.IOPS, v.Throughput, orig.Type, orig.SizeGiB, orig.IOPS, orig.Throughput)
@@ -126,7 +128,7 @@ func volumesByID(vols []ec2sim.Volume) map[string]ec2sim.Volume {
 // be restored; in the copy region each volume's restore fails with an error naming the
 // snapshot, the region and the copy that is still pending.
 func TestRestoreBeforeCopyCompletedFailsClearly(t *testing.T) {
-	cfg := fastConfig()
+	cfg := rig.FastConfig(1)
 	cfg.SnapshotDuration = ec2sim.Fixed(300 * time.Millisecond)
 	cfg.CopyDuration = ec2sim.Fixed(time.Minute)
 	r := newRig(t, cfg, 2)
@@ -134,11 +136,11 @@ func TestRestoreBeforeCopyCompletedFailsClearly(t *testing.T) {
 	if res.Backup.Status.Phase != velerov1api.BackupPhasePartiallyFailed {
 		t.Fatalf("backup phase %s, want PartiallyFailed on the timeout", res.Backup.Status.Phase)
 	}
-	restore, err := r.core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-early", Backup: res, Location: drLocation()})
+	restore, err := r.Core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-early", Backup: res, Location: drLocation()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if restore.Succeeded() || len(restore.ItemErrors) != len(r.pvs) {
+	if restore.Succeeded() || len(restore.ItemErrors) != len(r.PVs) {
 		t.Fatalf("restore phase %s with item errors %v, want one error per PV", restore.Restore.Status.Phase, restore.ItemErrors)
 	}
 	errs := strings.Join(restore.ItemErrors, "\n")
@@ -149,7 +151,7 @@ func TestRestoreBeforeCopyCompletedFailsClearly(t *testing.T) {
 			}
 		}
 	}
-	if n := len(r.sim.Volumes(copyRegion)); n != 0 {
+	if n := len(r.Sim.Volumes(copyRegion)); n != 0 {
 		t.Errorf("%d volumes created in %s by a failed restore", n, copyRegion)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/faults"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // socketInodes returns the inodes of the sockets a process holds open.
@@ -85,7 +85,7 @@ func writableFiles(pid int, allowed ...string) []string {
 
 // watcher samples the plugin processes until stopped and collects what they should not do.
 type watcher struct {
-	plugin     *harness.Plugin
+	plugin     *rig.Plugin
 	tmp        string
 	stop, done chan struct{}
 	mu         sync.Mutex
@@ -93,7 +93,7 @@ type watcher struct {
 	findings   map[string]bool
 }
 
-func watch(plugin *harness.Plugin, tmp string, every time.Duration) *watcher {
+func watch(plugin *rig.Plugin, tmp string, every time.Duration) *watcher {
 	w := &watcher{plugin: plugin, tmp: tmp, stop: make(chan struct{}), done: make(chan struct{}), seen: map[int]bool{}, findings: map[string]bool{}}
 	go func() {
 		defer close(w.done)
@@ -112,7 +112,7 @@ func watch(plugin *harness.Plugin, tmp string, every time.Duration) *watcher {
 func (w *watcher) sample() {
 	for _, pid := range w.plugin.PIDs() {
 		var found []string
-		for _, child := range harness.Children(pid) {
+		for _, child := range process.Children(pid) {
 			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child))
 			found = append(found, fmt.Sprintf("child process %d (%s)", child, exe))
 		}
@@ -167,8 +167,8 @@ func TestPluginProcessHygiene(t *testing.T) {
 	home, tmp := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("TMPDIR", tmp)
-	env := &faults.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
-	r, err := env.NewRig("hygiene", tinyConfig(), 3)
+	env := &rig.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
+	r, err := env.NewRig("hygiene", rig.FastConfig(1), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestHygieneDetectors(t *testing.T) {
 		{"listening TCP socket", len(listening(self)) > 0},
 		{"file open for writing", slices.Contains(writableFiles(self, "/nonexistent"), f.Name())},
 		{"file in an allowed directory ignored", !slices.Contains(writableFiles(self, filepath.Dir(f.Name())), f.Name())},
-		{"child process", slices.Contains(harness.Children(self), child.Process.Pid)},
+		{"child process", slices.Contains(process.Children(self), child.Process.Pid)},
 	}
 	for _, c := range checks {
 		if !c.found {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/faults"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // policy is the part of an IAM policy document the test reads.
@@ -25,7 +25,7 @@ var jsonBlock = regexp.MustCompile("(?s)```json\n(.*?)```")
 // readmeEC2Actions returns the EC2 actions the README's IAM policy allows, without "ec2:".
 func readmeEC2Actions(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func readmeEC2Actions(t *testing.T) []string {
 func TestIAMPolicyIsExactlyWhatThePluginNeeds(t *testing.T) {
 	actions := readmeEC2Actions(t)
 	t.Logf("README policy: %v", actions)
-	run := func(t *testing.T, allowed []string) *faults.Result {
-		cfg := tinyConfig()
+	run := func(t *testing.T, allowed []string) *rig.Result {
+		cfg := rig.FastConfig(1)
 		cfg.AllowedActions = allowed
 		cfg.CopyLimit = 1 // queued copies: the plugin clears their marks with DeleteTags
-		env := &faults.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
+		env := &rig.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
 		r, err := env.NewRig("iam", cfg, 2)
 		if err != nil {
 			t.Fatal(err)

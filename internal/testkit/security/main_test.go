@@ -5,32 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/faults"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // built is the plugin binary, built once for the package.
-var built *harness.Plugin
+var built *rig.Plugin
 
-func TestMain(m *testing.M) { harness.TestMain(m, &built) }
+func TestMain(m *testing.M) { rig.TestMain(m, &built) }
 
 // syncPeriod is core's item-operation sync frequency in these tests.
 const syncPeriod = 100 * time.Millisecond
 
-// tinyConfig is a simulator whose lifecycles take a few hundred milliseconds.
-func tinyConfig() ec2sim.Config {
-	return ec2sim.Config{
-		SnapshotDuration:     ec2sim.Fixed(200 * time.Millisecond),
-		CopyDuration:         ec2sim.Fixed(300 * time.Millisecond),
-		VolumeCreateDuration: ec2sim.Fixed(200 * time.Millisecond),
-		Seed:                 1,
-	}
-}
-
 // cycle is what a full run needs: the rig and the locations (extra config on both).
 type cycle struct {
-	rig       *faults.Rig
+	rig       *rig.Rig
 	extra     map[string]string
 	opTimeout time.Duration
 	// before runs once the rig is up, before the backup (to set the environment plugin
@@ -40,11 +29,11 @@ type cycle struct {
 
 // run backs up every PV of the rig with copies, restores them in the copy region, deletes
 // the backup, and returns what went wrong: an empty result is a clean run.
-func (c cycle) run(ctx context.Context) *faults.Result {
-	res := &faults.Result{}
+func (c cycle) run(ctx context.Context) *rig.Result {
+	res := &rig.Result{}
 	r := c.rig
-	loc := faults.Location(faults.SourceRegion, faults.CopyRegion)
-	dr := faults.Location(faults.CopyRegion, "")
+	loc := rig.Location(rig.SourceRegion, rig.CopyRegion)
+	dr := rig.Location(rig.CopyRegion, "")
 	for k, v := range c.extra {
 		loc.Spec.Config[k], dr.Spec.Config[k] = v, v
 	}

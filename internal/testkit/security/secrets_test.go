@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/faults"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // randomSecret returns n random characters of the base64 alphabet, as AWS secrets look.
@@ -26,8 +26,8 @@ func randomSecret(t *testing.T, n int) string {
 // location's credentials file, at debug level, and looks for each secret, or a 12-character
 // piece of it, in everything core and the plugin logged.
 func TestNoCredentialInLogs(t *testing.T) {
-	env := &faults.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod, Debug: true}
-	r, err := env.NewRig("secrets", tinyConfig(), 3)
+	env := &rig.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod, Debug: true}
+	r, err := env.NewRig("secrets", rig.FastConfig(1), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

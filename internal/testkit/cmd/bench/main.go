@@ -8,19 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/bench"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 func main() {
-	harness.ServeBuiltinPlugins()
+	rig.ServeBuiltinPlugins()
 	o := bench.Options{
 		Scenario:        bench.Standard(),
 		BlockingVolumes: 3,
@@ -35,8 +33,8 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&out, "out", out, "where to write the results as JSON")
 	fs.IntVar(&o.Scenario.Volumes, "volumes", o.Scenario.Volumes, "volumes in the standard scenario")
-	fs.Var(harness.RangeValue{R: &o.Scenario.Snapshots}, "snapshot-duration", "snapshot duration in the standard scenario, MIN-MAX")
-	fs.Var(harness.RangeValue{R: &o.Scenario.Copies}, "copy-duration", "copy duration in the standard scenario, MIN-MAX")
+	fs.Var(&o.Scenario.Snapshots, "snapshot-duration", "snapshot duration in the standard scenario, MIN-MAX")
+	fs.Var(&o.Scenario.Copies, "copy-duration", "copy duration in the standard scenario, MIN-MAX")
 	fs.DurationVar(&o.Scenario.SyncPeriod.Duration, "sync-period", o.Scenario.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency")
 	fs.Float64Var(&o.Scenario.ThrottleScale, "throttle-scale", o.Scenario.ThrottleScale, "EC2 request rates as a multiple of AWS's")
 	fs.IntVar(&o.BlockingVolumes, "blocking-volumes", o.BlockingVolumes, "volumes the blocking baseline really backs up (scaled linearly)")
@@ -52,11 +50,11 @@ func main() {
 		}
 		return nil
 	})
-	fs.Var(harness.RangeValue{R: &o.GrowthScenario.Snapshots}, "growth-snapshot-duration", "snapshot duration of the growth runs")
-	fs.Var(harness.RangeValue{R: &o.GrowthScenario.Copies}, "growth-copy-duration", "copy duration of the growth runs")
+	fs.Var(&o.GrowthScenario.Snapshots, "growth-snapshot-duration", "snapshot duration of the growth runs")
+	fs.Var(&o.GrowthScenario.Copies, "growth-copy-duration", "copy duration of the growth runs")
 	_ = fs.Parse(os.Args[1:])
 	o.GrowthScenario.SyncPeriod, o.GrowthScenario.ThrottleScale = o.Scenario.SyncPeriod, o.Scenario.ThrottleScale
-	harness.PluginArgs()
+	rig.PluginArgs()
 	if err := run(o, out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -66,19 +64,17 @@ func main() {
 func run(o bench.Options, out string) error {
 	ctx := context.Background()
 	fmt.Fprintln(os.Stderr, "building the plugin…")
-	plugin, err := harness.BuildPlugin(ctx)
+	plugin, err := rig.BuildPlugin(ctx)
 	if err != nil {
 		return err
 	}
 	defer plugin.Remove()
-	logPath := filepath.Join(os.TempDir(), "velero-async-bench.log")
-	logFile, err := os.Create(logPath)
+	logDir, err := os.MkdirTemp("", "velero-async-bench-")
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	fmt.Fprintf(os.Stderr, "Velero and plugin log: %s\n", logPath)
-	r := bench.Runner{Plugin: plugin, Log: harness.NewLogger(logFile, logrus.InfoLevel)}
+	fmt.Fprintf(os.Stderr, "Velero and plugin logs: %s\n", logDir)
+	r := bench.Runner{Plugin: plugin, LogDir: logDir}
 	rep, err := r.Run(ctx, o)
 	if err != nil {
 		return err

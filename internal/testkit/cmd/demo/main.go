@@ -16,7 +16,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // options are the demo's flags.
@@ -31,7 +33,7 @@ type options struct {
 }
 
 func main() {
-	harness.ServeBuiltinPlugins()
+	rig.ServeBuiltinPlugins()
 	o := options{
 		snapshots: ec2sim.Range(3*time.Second, 6*time.Second),
 		copies:    ec2sim.Range(5*time.Second, 10*time.Second),
@@ -40,14 +42,14 @@ func main() {
 	fs.IntVar(&o.volumes, "volumes", 50, "number of EBS volumes (PVs) to back up")
 	fs.StringVar(&o.region, "region", "us-east-1", "region of the volumes")
 	fs.StringVar(&o.copyRegion, "copy-region", "us-west-2", "copyToRegion, and the region to restore in")
-	fs.Var(harness.RangeValue{R: &o.snapshots}, "snapshot-duration", "how long a snapshot stays pending, MIN-MAX")
-	fs.Var(harness.RangeValue{R: &o.copies}, "copy-duration", "how long a copy stays pending, MIN-MAX")
+	fs.Var(&o.snapshots, "snapshot-duration", "how long a snapshot stays pending, MIN-MAX")
+	fs.Var(&o.copies, "copy-duration", "how long a copy stays pending, MIN-MAX")
 	fs.DurationVar(&o.sync, "sync-period", time.Second, "Velero's --item-operation-sync-frequency")
 	fs.Float64Var(&o.throttleScale, "throttle-scale", 1, "EC2 request rates as a multiple of AWS's (0: no throttling)")
 	fs.IntVar(&o.workers, "workers", 1, "Velero's --item-block-worker-count")
 	fs.BoolVar(&o.verbose, "v", false, "log Velero core and the plugin to stderr")
 	_ = fs.Parse(os.Args[1:])
-	harness.PluginArgs()
+	rig.PluginArgs()
 	ok, err := run(context.Background(), o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -60,19 +62,19 @@ func main() {
 
 func run(ctx context.Context, o options) (bool, error) {
 	fmt.Println("Building the plugin…")
-	plugin, err := harness.BuildPlugin(ctx)
+	plugin, err := rig.BuildPlugin(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer plugin.Remove()
-	srv, err := harness.StartSimulator(ec2sim.Config{
+	srv, err := rig.StartSimulator(ec2sim.Config{
 		SnapshotDuration: o.snapshots, CopyDuration: o.copies, ThrottleScale: o.throttleScale,
 	})
 	if err != nil {
 		return false, err
 	}
 	defer srv.Close()
-	pvs := harness.Fleet{Region: o.region, Count: o.volumes}.Seed(srv.Sim)
+	pvs := fixture.Fleet{Region: o.region, Count: o.volumes}.Seed(srv.Sim)
 	fmt.Printf("EC2 simulator at %s: %d volumes in %s (gp3 and io2, in-tree and CSI PVs)\n\n", srv.URL, len(pvs), o.region)
 
 	logOut, logPath, err := logDestination(o.verbose)
@@ -84,7 +86,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	core := &harness.Core{Plugins: plugins, Log: log, SyncPeriod: o.sync, Workers: o.workers, Observer: harness.NewDisplay(os.Stdout)}
+	core := &harness.Core{Plugins: plugins, Log: log, SyncPeriod: o.sync, Workers: o.workers, Observer: newDisplay(os.Stdout)}
 	memory := plugin.SampleMemory(100 * time.Millisecond)
 
 	loc := harness.NewLocation("default", map[string]string{ebs.ConfigRegion: o.region, ebs.ConfigCopyToRegion: o.copyRegion})
@@ -108,7 +110,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	peak := memory.Stop()
 
 	s := summary{o: o, backup: backup, restore: restore, deletion: deletion, deleteErr: deleteErr,
-		afterBackup: afterBackup, final: srv.Sim.Stats(), left: harness.SnapshotsLeft(srv.Sim, o.region, o.copyRegion),
+		afterBackup: afterBackup, final: srv.Sim.Stats(), left: rig.SnapshotsLeft(srv.Sim, o.region, o.copyRegion),
 		peakMemory: peak, logPath: logPath}
 	s.print(os.Stdout)
 	return s.ok(), nil

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // summary is what the demo reports at the end.
@@ -58,9 +61,9 @@ func (s summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  Deletion of %s: %s in %s\n", b.Backup.Name, status, round(s.deletion))
 	fmt.Fprintf(w, "  Copies made in %s: %d\n", s.o.copyRegion, sum(s.afterBackup.Copies[s.o.copyRegion]))
-	calls := harness.CallsByAction(s.final)
-	fmt.Fprintf(w, "  EC2 calls: %d in all, %d throttled (%s)\n", harness.TotalCalls(s.final), harness.CallsByOutcome(s.final)[harness.Throttled], harness.Throttled)
-	for _, action := range harness.SortedKeys(calls) {
+	calls := rig.CallsByAction(s.final)
+	fmt.Fprintf(w, "  EC2 calls: %d in all, %d throttled (%s)\n", rig.TotalCalls(s.final), rig.CallsByOutcome(s.final)[rig.Throttled], rig.Throttled)
+	for _, action := range slices.Sorted(maps.Keys(calls)) {
 		fmt.Fprintf(w, "    %-24s %6d\n", action, calls[action])
 	}
 	if s.peakMemory > 0 {

@@ -44,7 +44,7 @@ func run(args []string, out io.Writer, stop <-chan os.Signal) error {
 		}
 	}
 	if *throttleScale >= 0 {
-		cfg.ThrottleScale = *throttleScale
+		cfg.ThrottleScale, cfg.Unthrottled = *throttleScale, *throttleScale == 0
 	}
 	srv, err := ec2sim.Listen("127.0.0.1:"+strconv.Itoa(*port), cfg)
 	if err != nil {

@@ -12,17 +12,17 @@ import (
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/faults"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 func main() {
-	harness.ServeBuiltinPlugins()
+	rig.ServeBuiltinPlugins()
 	quick := flag.Bool("quick", false, "the smaller sizes of go test, without the throttling storm")
 	only := flag.String("only", "", "run only the scenarios whose name contains this text (case-insensitive)")
 	skip := flag.String("skip", "", "skip the scenarios whose name contains this text (case-insensitive)")
 	logDir := flag.String("logs", "", "directory for core's and the plugin's logs (default: a new temporary directory)")
 	flag.Parse()
-	harness.PluginArgs()
+	rig.PluginArgs()
 	os.Exit(run(*quick, *only, *skip, *logDir))
 }
 
@@ -44,22 +44,22 @@ func run(quick bool, only, skip, logDir string) int {
 	}
 	ctx := context.Background()
 	buildCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	plugin, err := harness.BuildPlugin(buildCtx)
+	plugin, err := rig.BuildPlugin(buildCtx)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	defer plugin.Remove()
-	env := &faults.Env{Plugin: plugin, LogDir: logDir, Progress: os.Stderr}
+	env := &rig.Env{Plugin: plugin, LogDir: logDir, Progress: os.Stderr}
 	fmt.Fprintf(os.Stderr, "logs in %s\n", logDir)
-	var results []*faults.Result
+	var results []*rig.Result
 	for _, s := range faults.Scenarios(sizes) {
 		name := strings.ToLower(s.Name)
 		if (quick && s.Heavy) || !strings.Contains(name, strings.ToLower(only)) || (skip != "" && strings.Contains(name, strings.ToLower(skip))) {
 			continue
 		}
-		results = append(results, env.Run(ctx, s))
+		results = append(results, faults.Run(ctx, env, s))
 	}
 	fmt.Println()
 	if err := faults.WriteTable(os.Stdout, results); err != nil {

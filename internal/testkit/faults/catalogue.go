@@ -3,11 +3,10 @@ package faults
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // Scenario is one fault scenario.
@@ -20,7 +19,7 @@ type Scenario struct {
 	// Timeout bounds the run.
 	Timeout time.Duration
 	// Run plays the scenario and records what it measured in res.
-	Run func(ctx context.Context, e *Env, res *Result) error
+	Run func(ctx context.Context, e *rig.Env, res *rig.Result) error
 }
 
 // Sizes scale the scenarios: Full is what make fault runs, Quick what go test runs.
@@ -41,9 +40,8 @@ type Sizes struct {
 var Full = Sizes{StormVolumes: 300, AmbiguousVolumes: 50, ConsistencyVolumes: 30, KillTrials: 20, KillVolumes: 8,
 	CopySlotVolumes: 100, ReusedVolumes: 30, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
 
-// Quick are the sizes of go test: every scenario but the storm, smaller, and no copies where
-// each unknown CopySnapshot outcome costs a wait.
-var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6,
+// Quick are the sizes of go test: every scenario but the heavy ones, smaller.
+var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6, AmbiguousCopies: true,
 	CopySlotVolumes: 45, ReusedVolumes: 8, Invisible: 10 * time.Second}
 
 // Scenarios returns the fault scenarios at the given sizes, the heavy storm first.
@@ -53,13 +51,15 @@ func Scenarios(z Sizes) []Scenario {
 			Name: "Throttling storm", Heavy: true, Timeout: 3 * time.Hour,
 			Load:   fmt.Sprintf("%d volumes, copies", z.StormVolumes),
 			Faults: "token buckets at 10% of AWS's sizes and rates",
-			Run:    func(ctx context.Context, e *Env, res *Result) error { return storm(ctx, e, res, z.StormVolumes) },
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
+				return storm(ctx, e, res, z.StormVolumes)
+			},
 		},
 		{
 			Name: "Ambiguous failures", Timeout: 15 * time.Minute, // room for several listing-lag waits
 			Load:   fmt.Sprintf("%d volumes, %s, deletion", z.AmbiguousVolumes, map[bool]string{true: "copies", false: "no copies"}[z.AmbiguousCopies]),
 			Faults: "10% of CreateSnapshot and CopySnapshot answers lost after effect, 5% 5xx on every action, 0–1 s listing lag",
-			Run: func(ctx context.Context, e *Env, res *Result) error {
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
 				return ambiguous(ctx, e, res, z.AmbiguousVolumes, z.AmbiguousCopies)
 			},
 		},
@@ -67,7 +67,7 @@ func Scenarios(z Sizes) []Scenario {
 			Name: "Eventual consistency", Timeout: 5 * time.Minute,
 			Load:   fmt.Sprintf("%d volumes, copies, deletion", z.ConsistencyVolumes),
 			Faults: fmt.Sprintf("new snapshots, copies and volumes unlisted for 0–%s", z.Invisible),
-			Run: func(ctx context.Context, e *Env, res *Result) error {
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
 				return consistency(ctx, e, res, z.ConsistencyVolumes, z.Invisible)
 			},
 		},
@@ -75,7 +75,7 @@ func Scenarios(z Sizes) []Scenario {
 			Name: "Plugin killed", Timeout: 10 * time.Minute,
 			Load:   fmt.Sprintf("%d trials of %d volumes, copies, deletion", z.KillTrials, z.KillVolumes),
 			Faults: "plugin processes SIGKILLed at random items and Progress calls, 0–0.5 s listing lag",
-			Run: func(ctx context.Context, e *Env, res *Result) error {
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
 				return kills(ctx, e, res, z.KillTrials, z.KillVolumes)
 			},
 		},
@@ -95,25 +95,27 @@ func Scenarios(z Sizes) []Scenario {
 			Name: "Reused names, two installs", Heavy: true, Timeout: 5 * time.Minute,
 			Load:   fmt.Sprintf("backup %q of %d volumes with copies, then again (old snapshots kept) while another install backs up %d others under the same name; deletion", "nightly", z.ReusedVolumes, z.ReusedVolumes),
 			Faults: "same backup name three times in one account: an earlier backup's snapshots and copies, another cluster's at the same time",
-			Run:    func(ctx context.Context, e *Env, res *Result) error { return reusedNames(ctx, e, res, z.ReusedVolumes) },
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
+				return reusedNames(ctx, e, res, z.ReusedVolumes)
+			},
 		},
 		{
 			Name: "One source EC2 will not tag", Heavy: true, Timeout: 3 * time.Minute,
 			Load:   "20 volumes, copies, deletion",
 			Faults: "another tool fills one source snapshot to EC2's 50 tags while the backup waits",
-			Run:    func(ctx context.Context, e *Env, res *Result) error { return untaggable(ctx, e, res, 20) },
+			Run:    func(ctx context.Context, e *rig.Env, res *rig.Result) error { return untaggable(ctx, e, res, 20) },
 		},
 		{
 			Name: "Operation cancelled", Heavy: true, Timeout: 3 * time.Minute,
 			Load:   "21 volumes, copies of 30–35 s (beyond the plugin's listing lag), deletion",
 			Faults: "Velero's item-operation timeout cancels one operation in the third reconcile",
-			Run:    func(ctx context.Context, e *Env, res *Result) error { return cancelled(ctx, e, res, 21) },
+			Run:    func(ctx context.Context, e *rig.Env, res *rig.Result) error { return cancelled(ctx, e, res, 21) },
 		},
 		{
 			Name: "Quotas", Timeout: 10 * time.Minute,
 			Load:   quotaLoad(z),
 			Faults: quotaFaults(z),
-			Run:    func(ctx context.Context, e *Env, res *Result) error { return quotas(ctx, e, res, z) },
+			Run:    func(ctx context.Context, e *rig.Env, res *rig.Result) error { return quotas(ctx, e, res, z) },
 		},
 	}
 }
@@ -123,22 +125,22 @@ func Scenarios(z Sizes) []Scenario {
 const deletionSettle = 20 * time.Second
 
 // Run plays one scenario and returns what it measured.
-func (e *Env) Run(ctx context.Context, s Scenario) *Result {
-	res := &Result{Scenario: s.Name, Load: s.Load, Faults: s.Faults}
+func Run(ctx context.Context, e *rig.Env, s Scenario) *rig.Result {
+	res := &rig.Result{Scenario: s.Name, Load: s.Load, Faults: s.Faults}
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	e.logf("%s: %s; %s", s.Name, s.Load, s.Faults)
+	e.Logf("%s: %s; %s", s.Name, s.Load, s.Faults)
 	start := time.Now()
 	if err := s.Run(ctx, e, res); err != nil {
 		res.Problemf("%v", err)
 	}
 	res.Duration = time.Since(start)
-	e.logf("  %s", res.Summary())
+	e.Logf("  %s", res.Summary())
 	return res
 }
 
 // withRig runs f on a new rig and closes it.
-func (e *Env) withRig(name string, cfg ec2sim.Config, volumes int, f func(r *Rig) error) error {
+func withRig(e *rig.Env, name string, cfg ec2sim.Config, volumes int, f func(r *rig.Rig) error) error {
 	r, err := e.NewRig(name, cfg, volumes)
 	if err != nil {
 		return err
@@ -149,13 +151,13 @@ func (e *Env) withRig(name string, cfg ec2sim.Config, volumes int, f func(r *Rig
 
 // backupAndDelete backs up every PV with copies, checks the backup, deletes it from the source
 // region and counts what is left.
-func backupAndDelete(ctx context.Context, r *Rig, res *Result, name string, wantFailed map[string]string) error {
-	return backupAndDeleteTo(ctx, r, res, name, CopyRegion, wantFailed)
+func backupAndDelete(ctx context.Context, r *rig.Rig, res *rig.Result, name string, wantFailed map[string]string) error {
+	return backupAndDeleteTo(ctx, r, res, name, rig.CopyRegion, wantFailed)
 }
 
 // backupAndDeleteTo is backupAndDelete with copies to copyTo, none when "".
-func backupAndDeleteTo(ctx context.Context, r *Rig, res *Result, name, copyTo string, wantFailed map[string]string) error {
-	loc := Location(SourceRegion, copyTo)
+func backupAndDeleteTo(ctx context.Context, r *rig.Rig, res *rig.Result, name, copyTo string, wantFailed map[string]string) error {
+	loc := rig.Location(rig.SourceRegion, copyTo)
 	b, err := r.Backup(ctx, res, name, loc)
 	if err != nil {
 		return err
@@ -164,105 +166,4 @@ func backupAndDeleteTo(ctx context.Context, r *Rig, res *Result, name, copyTo st
 	r.Delete(res, b, loc)
 	r.CountLeaked(res, deletionSettle)
 	return nil
-}
-
-func storm(ctx context.Context, e *Env, res *Result, volumes int) error {
-	cfg := FastConfig(1)
-	cfg.ThrottleScale = 0.1
-	res.NotDeleted = true // deleting 2,000 snapshots at 0.5 a second would add an hour
-	return e.withRig("storm", cfg, volumes, func(r *Rig) error {
-		b, err := r.Backup(ctx, res, "storm", Location(SourceRegion, CopyRegion))
-		if err != nil {
-			return err
-		}
-		r.Check(res, b, nil)
-		st := r.Sim.Stats()
-		res.Faults += fmt.Sprintf(": %d of %d requests throttled", harness.CallsByOutcome(st)[harness.Throttled], harness.TotalCalls(st))
-		return nil
-	})
-}
-
-func ambiguous(ctx context.Context, e *Env, res *Result, volumes int, copies bool) error {
-	cfg := FastConfig(2)
-	cfg.Faults = ec2sim.Faults{
-		DropAfterEffectRate: 0.1, DropActions: []string{"CreateSnapshot", "CopySnapshot"},
-		ServerErrorRate: 0.05, InvisibleFor: ec2sim.Range(0, time.Second),
-	}
-	copyTo := ""
-	if copies {
-		copyTo = CopyRegion
-	}
-	return e.withRig("ambiguous", cfg, volumes, func(r *Rig) error {
-		err := backupAndDeleteTo(ctx, r, res, "ambiguous", copyTo, nil)
-		out := harness.CallsByOutcome(r.Sim.Stats())
-		res.Faults += fmt.Sprintf(": %d answers 500, %d connections closed", out["InternalError"], out["ConnectionClosed"])
-		return err
-	})
-}
-
-func consistency(ctx context.Context, e *Env, res *Result, volumes int, invisible time.Duration) error {
-	cfg := FastConfig(3)
-	cfg.Faults.InvisibleFor = ec2sim.Range(0, invisible)
-	return e.withRig("consistency", cfg, volumes, func(r *Rig) error {
-		return backupAndDelete(ctx, r, res, "consistency", nil)
-	})
-}
-
-func kills(ctx context.Context, e *Env, res *Result, trials, volumes int) error {
-	killed := 0
-	for trial := range trials {
-		cfg := FastConfig(int64(100 + trial))
-		cfg.Faults.InvisibleFor = ec2sim.Range(0, 500*time.Millisecond)
-		err := e.withRig(fmt.Sprintf("kill-%02d", trial), cfg, volumes, func(r *Rig) error {
-			rng := rand.New(rand.NewPCG(uint64(trial), 7))
-			afterItem := rng.IntN(volumes)
-			r.Core.Hooks = harness.Hooks{
-				AfterItem: func(i int) {
-					if i == afterItem {
-						killed += e.Plugin.KillPlugins()
-					}
-				},
-				BeforeProgress: func(n, i int) {
-					if rng.Float64() < 0.1 {
-						killed += e.Plugin.KillPlugins()
-					}
-				},
-			}
-			return backupAndDelete(ctx, r, res, fmt.Sprintf("kill-%02d", trial), nil)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	res.Faults += fmt.Sprintf(": %d processes killed", killed)
-	return nil
-}
-
-func errorStates(ctx context.Context, e *Env, res *Result) error {
-	return e.withRig("error-states", FastConfig(4), 10, func(r *Rig) error {
-		snapPV, copyPV := r.PVs[3], r.PVs[6]
-		snapVol, copyVol := harness.VolumeIDOf(snapPV), harness.VolumeIDOf(copyPV)
-		r.Sim.SetFaults(ec2sim.Faults{ErrorVolumes: []string{snapVol}, ErrorCopyVolumes: []string{copyVol}})
-		res.WantFailed = 2
-		return backupAndDelete(ctx, r, res, "error-states", map[string]string{
-			snapPV.Name: "Snapshot failed: simulated internal error for volume " + snapVol,
-			copyPV.Name: "Snapshot copy failed: simulated internal error for a snapshot of volume " + copyVol,
-		})
-	})
-}
-
-func quotaLoad(z Sizes) string {
-	load := fmt.Sprintf("2 backups of 6 volumes back to back; %d volumes, copies", z.CopySlotVolumes)
-	if z.PendingGP3 {
-		load = "4 st1 + 3 gp3 volumes at their pending limit; " + load
-	}
-	return load
-}
-
-func quotaFaults(z Sizes) string {
-	faults := "15 s per-volume CreateSnapshot interval, 20 concurrent copies per region"
-	if z.PendingGP3 {
-		faults = "pending-snapshot limits (1 st1, 5 gp3) already reached, " + faults
-	}
-	return faults
 }

@@ -1,18 +1,11 @@
-// Package faults is the plugin's fault suite: scenarios that drive the built plugin binary
-// through the Velero harness against the EC2 simulator with faults injected (throttling,
-// ambiguous failures, eventual consistency, killed plugin processes, snapshots ending in error,
-// awkward deletions, EC2's quotas) and measure, for each, the operations that failed, the
-// duplicate snapshots or copies made and the snapshots left after deletion.
-package faults
+package rig
 
 import (
 	"fmt"
-	"io"
-	"strings"
 	"time"
 )
 
-// Result is what one scenario measured.
+// Result is what a run measured: the expectations the rig's checks found unmet, and counts.
 type Result struct {
 	// Scenario, Load and Faults describe the run, as the Reliability table shows them.
 	Scenario, Load, Faults string
@@ -50,33 +43,13 @@ func (r *Result) Problemf(format string, args ...any) {
 // Summary is a one-line account of the result, for logs.
 func (r *Result) Summary() string {
 	return fmt.Sprintf("%s: %d operations, %d failed (want %d), %d duplicates, %s leaked, %s; problems: %v",
-		r.Scenario, r.Operations, r.Failed, r.WantFailed, r.Duplicates, r.leaked(), r.Duration.Round(time.Second), r.Problems)
+		r.Scenario, r.Operations, r.Failed, r.WantFailed, r.Duplicates, r.Leaks(), r.Duration.Round(time.Second), r.Problems)
 }
 
-func (r *Result) leaked() string {
+// Leaks is Leaked as the Reliability table shows it: "–" when the run deleted nothing.
+func (r *Result) Leaks() string {
 	if r.NotDeleted {
 		return "– (not deleted)"
 	}
 	return fmt.Sprint(r.Leaked)
-}
-
-// WriteTable writes results as the README's Reliability table (Markdown).
-func WriteTable(w io.Writer, results []*Result) error {
-	var b strings.Builder
-	b.WriteString("| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range results {
-		failed := fmt.Sprintf("%d of %d", r.Failed, r.Operations)
-		if r.WantFailed > 0 {
-			failed += fmt.Sprintf(" (%d intended)", r.WantFailed)
-		}
-		verdict := "pass"
-		if !r.OK() {
-			verdict = "**FAIL**"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", r.Scenario, r.Load, r.Faults, failed,
-			r.Duplicates, r.leaked(), r.LongestReconcile.Round(100*time.Millisecond), r.Duration.Round(time.Second), verdict)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

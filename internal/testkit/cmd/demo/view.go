@@ -1,69 +1,25 @@
-package harness
+package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 )
 
-// Status is a point-in-time view of a backup or restore, what `velero backup describe
-// --details` shows: phase, item operations completed and failed of total, and per operation
-// its progress and description.
-type Status struct {
-	// Kind is "Backup" or "Restore".
-	Kind, Name, Phase string
-	// Elapsed is the time since the backup or restore started.
-	Elapsed    time.Duration
-	Reconciles int
-	Operations []*Operation
-	// Snapshots are a backup's native snapshots as core has recorded them so far (the volume
-	// snapshots `velero backup describe --details` lists, and a deletion deletes); none for a
-	// restore.
-	Snapshots []VolumeSnapshot
-}
-
-// Count returns the number of operations completed and failed.
-func (s Status) Count() (completed, failed int) {
-	for _, op := range s.Operations {
-		switch op.Status.Phase {
-		case itemoperation.OperationPhaseCompleted:
-			completed++
-		case itemoperation.OperationPhaseFailed:
-			failed++
-		}
-	}
-	return completed, failed
-}
-
-func backupStatus(r *BackupResult, start time.Time) Status {
-	return Status{Kind: "Backup", Name: r.Backup.Name, Phase: string(r.Backup.Status.Phase),
-		Elapsed: time.Since(start), Reconciles: r.Reconciles, Operations: r.Operations, Snapshots: slices.Clone(r.Snapshots)}
-}
-
-func restoreStatus(r *RestoreResult, start time.Time) Status {
-	return Status{Kind: "Restore", Name: r.Restore.Name, Phase: string(r.Restore.Status.Phase),
-		Elapsed: time.Since(start), Reconciles: r.Reconciles, Operations: r.Operations}
-}
-
-// Observer receives the state of a backup or restore after every step of core.
-type Observer interface {
-	Observe(Status)
-}
-
-// NewDisplay returns a live view writing to w: a table with progress bars redrawn in place
+// newDisplay returns a live view writing to w: a table with progress bars redrawn in place
 // when w is a terminal, plain log lines otherwise.
-func NewDisplay(w io.Writer) Observer {
+func newDisplay(w io.Writer) harness.Observer {
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			return &tableDisplay{w: w, maxRows: 20}
 		}
 	}
-	return &lineDisplay{w: w, phases: map[*Operation]itemoperation.OperationPhase{}}
+	return &lineDisplay{w: w, phases: map[*harness.Operation]itemoperation.OperationPhase{}}
 }
 
 // tableDisplay redraws a table of the open and failed operations in place.
@@ -73,7 +29,7 @@ type tableDisplay struct {
 	lines   int
 }
 
-func (d *tableDisplay) Observe(s Status) {
+func (d *tableDisplay) Observe(s harness.Status) {
 	var b strings.Builder
 	completed, failed := s.Count()
 	total := len(s.Operations)
@@ -106,10 +62,10 @@ type lineDisplay struct {
 	w       io.Writer
 	last    string
 	printed time.Duration
-	phases  map[*Operation]itemoperation.OperationPhase
+	phases  map[*harness.Operation]itemoperation.OperationPhase
 }
 
-func (d *lineDisplay) Observe(s Status) {
+func (d *lineDisplay) Observe(s harness.Status) {
 	completed, failed := s.Count()
 	line := fmt.Sprintf("%s %s: %s, operations %d of %d completed, %d failed", s.Kind, s.Name, s.Phase, completed, len(s.Operations), failed)
 	if line != d.last || s.Elapsed-d.printed >= 10*time.Second {
@@ -125,7 +81,7 @@ func (d *lineDisplay) Observe(s Status) {
 	}
 }
 
-func describe(op *Operation) string {
+func describe(op *harness.Operation) string {
 	if op.Status.Error != "" {
 		return "error: " + op.Status.Error
 	}

@@ -1,4 +1,4 @@
-package faults
+package security
 
 import (
 	"fmt"
@@ -7,15 +7,17 @@ import (
 
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework/common"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/clock"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 	plugin "github.com/velero-async/velero-plugin-for-aws/velero-plugin-for-aws"
 )
 
@@ -27,24 +29,60 @@ type adapters struct {
 	ria *plugin.VolumeRestoreAction
 }
 
-// newAdapters starts a simulator and builds the adapters as main.go registers them.
+// registry is a plugin server that keeps what plugin.Register registers, so that a test can
+// make the plugins in this process exactly as the plugin binary serves them.
+type registry struct {
+	framework.Server
+	made map[string]common.HandlerInitializer
+}
+
+func (r *registry) RegisterVolumeSnapshotter(name string, f common.HandlerInitializer) framework.Server {
+	r.made[name] = f
+	return r
+}
+
+func (r *registry) RegisterBackupItemActionV2(name string, f common.HandlerInitializer) framework.Server {
+	r.made[name] = f
+	return r
+}
+
+func (r *registry) RegisterRestoreItemActionV2(name string, f common.HandlerInitializer) framework.Server {
+	r.made[name] = f
+	return r
+}
+
+// instance returns the plugin registered as name, made with log.
+func instance[T any](t *testing.T, r *registry, name string, log logrus.FieldLogger) T {
+	t.Helper()
+	p, err := r.made[name](log)
+	if err != nil {
+		t.Fatalf("making %s: %v", name, err)
+	}
+	v, ok := p.(T)
+	if !ok {
+		t.Fatalf("%s is a %T", name, p)
+	}
+	return v
+}
+
+// newAdapters starts a simulator and makes the adapters through plugin.Register, as main.go
+// registers them.
 func newAdapters(t *testing.T) *adapters {
 	t.Helper()
-	srv, err := harness.StartSimulator(FastConfig(1))
+	srv, err := rig.StartSimulator(rig.FastConfig(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	log := logrus.New()
 	log.SetLevel(logrus.PanicLevel)
-	clients := ec2api.NewFactory()
-	defaults := clients.ForCredentials(ec2api.Credentials{})
-	handoff := ebs.NewHandoff(clock.RealClock{})
+	reg := &registry{Server: framework.NewServer(), made: map[string]common.HandlerInitializer{}}
+	plugin.Register(reg, ec2api.NewFactory())
 	return &adapters{
 		sim: srv.Sim,
-		vs:  plugin.NewVolumeSnapshotter(clients, handoff, log),
-		bia: plugin.NewSnapshotProgressAction(ebs.NewTracker(defaults, ebs.WithLogger(log)), handoff, clock.RealClock{}, log),
-		ria: plugin.NewVolumeRestoreAction(ebs.NewVolumeWatcher(defaults, ebs.WithLogger(log)), clock.RealClock{}, log),
+		vs:  instance[*plugin.VolumeSnapshotter](t, reg, ebs.VolumeSnapshotterName, log),
+		bia: instance[*plugin.SnapshotProgressAction](t, reg, ebs.BackupItemActionName, log),
+		ria: instance[*plugin.VolumeRestoreAction](t, reg, ebs.RestoreItemActionName, log),
 	}
 }
 
@@ -289,7 +327,7 @@ func TestHostileLocationConfig(t *testing.T) {
 // long, and the plugin's and Velero's tags intact.
 func TestHostileTags(t *testing.T) {
 	a := newAdapters(t)
-	if err := a.vs.Init(map[string]string{"region": SourceRegion, "copyToRegion": CopyRegion}); err != nil {
+	if err := a.vs.Init(map[string]string{"region": rig.SourceRegion, "copyToRegion": rig.CopyRegion}); err != nil {
 		t.Fatal(err)
 	}
 	many := func(prefix string, n int) map[string]string {
@@ -329,14 +367,14 @@ func TestHostileTags(t *testing.T) {
 			name:       "labels and volume tags colliding with the plugin's keys",
 			volumeTags: map[string]string{ebs.TagCopyToRegion: "eu-west-1", ebs.TagVolumeType: "io2", ebs.TagSourceRegion: "ap-south-1"},
 			labels:     map[string]string{ebs.TagCopyToRegion: "eu-west-1", ebs.TagSourceSnapshotID: "snap-0123456789abcdef0", ebs.TagCopyRequestedAt: "2020-01-01T00:00:00Z", ebs.TagBackup: "other"},
-			wantTags:   map[string]string{ebs.TagCopyToRegion: CopyRegion, ebs.TagVolumeType: "gp3"},
+			wantTags:   map[string]string{ebs.TagCopyToRegion: rig.CopyRegion, ebs.TagVolumeType: "gp3"},
 			wantAbsent: []string{ebs.TagSourceSnapshotID, ebs.TagSourceRegion, ebs.TagCopyRequestedAt},
 		},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			backup, pvName := fmt.Sprintf("hostile-%d", i), fmt.Sprintf("pv-%d", i)
-			vol := a.sim.AddVolumes(SourceRegion, ec2sim.VolumeSpec{AvailabilityZone: SourceRegion + "a", Type: "gp3", SizeGiB: 10, Tags: tc.volumeTags})[0]
+			vol := a.sim.AddVolumes(rig.SourceRegion, ec2sim.VolumeSpec{AvailabilityZone: rig.SourceRegion + "a", Type: "gp3", SizeGiB: 10, Tags: tc.volumeTags})[0]
 			tags := map[string]string{}
 			for k, v := range tc.labels {
 				tags[k] = v
@@ -345,11 +383,11 @@ func TestHostileTags(t *testing.T) {
 			var id string
 			noPanic(t, "CreateSnapshot", func() {
 				var err error
-				id, err = a.vs.CreateSnapshot(vol, SourceRegion+"a", tags)
+				id, err = a.vs.CreateSnapshot(vol, rig.SourceRegion+"a", tags)
 				checkErr(t, "CreateSnapshot", err, "")
 			})
 			var got map[string]string
-			for _, s := range a.sim.Snapshots(SourceRegion) {
+			for _, s := range a.sim.Snapshots(rig.SourceRegion) {
 				if s.ID == id {
 					got = s.Tags
 				}
@@ -360,7 +398,7 @@ func TestHostileTags(t *testing.T) {
 			if len(got) > 50 {
 				t.Errorf("%d tags, EC2 allows 50", len(got))
 			}
-			want := map[string]string{ebs.TagBackup: backup, ebs.TagPV: pvName, ebs.TagCopyToRegion: CopyRegion}
+			want := map[string]string{ebs.TagBackup: backup, ebs.TagPV: pvName, ebs.TagCopyToRegion: rig.CopyRegion}
 			for k, v := range tc.wantTags {
 				want[k] = v
 			}

@@ -1,0 +1,81 @@
+package harness
+
+import (
+	"context"
+	"time"
+)
+
+// defaultItemOperationTimeout is Velero's default spec.itemOperationTimeout.
+const defaultItemOperationTimeout = 4 * time.Hour
+
+// itemOperationTimeout is the timeout asked for, or Velero's default.
+func itemOperationTimeout(asked time.Duration) time.Duration {
+	if asked == 0 {
+		return defaultItemOperationTimeout
+	}
+	return asked
+}
+
+// stage is where a backup or restore is after its item phase, as its phase names it.
+type stage int
+
+const (
+	// waiting is WaitingForPluginOperations (or its PartiallyFailed form).
+	waiting stage = iota
+	// done is Completed (or PartiallyFailed).
+	done
+)
+
+// phaseOf picks the phase of stage s from a backup's or restore's phases after its item phase:
+// the waiting or the final one, partially failed when partial.
+func phaseOf[P any](s stage, partial bool, wait, waitPartial, final, finalPartial P) P {
+	switch {
+	case s == waiting && partial:
+		return waitPartial
+	case s == waiting:
+		return wait
+	case partial:
+		return finalPartial
+	}
+	return final
+}
+
+// run is a backup or restore as core's operations controller moves it on.
+type run interface {
+	// enter sets the phase of the stage, partially failed when errors were recorded.
+	enter(s stage)
+	// record takes a reconcile's tally: the operations' counts, its errors, its time.
+	record(reconcile int, t tally)
+	// finish records the completion time and the total time since start.
+	finish()
+	// status is what an Observer sees now.
+	status() Status
+	// operations are the item operations the item phase started.
+	operations() []*Operation
+}
+
+// waitAndFinalize is core after the item phase of a backup or restore: it waits in
+// WaitingForPluginOperations for every operation (as the backup and restore operations
+// controllers do), then ends Completed, or PartiallyFailed when anything failed. It returns
+// the errors of failed operations.
+func (c *Core) waitAndFinalize(ctx context.Context, r run, cl operationClient, timeout time.Duration) ([]string, error) {
+	r.enter(waiting)
+	c.observe(r.status())
+	var errs []string
+	if ops := r.operations(); len(ops) > 0 {
+		var err error
+		errs, err = c.waitForOperations(ctx, cl, ops, timeout, func(n int, t tally) {
+			r.record(n, t)
+			r.enter(waiting)
+			c.observe(r.status())
+		})
+		if err != nil {
+			return errs, err
+		}
+	}
+	// Core passes through Finalizing; without finalize actions that changes nothing here.
+	r.enter(done)
+	r.finish()
+	c.observe(r.status())
+	return errs, nil
+}
