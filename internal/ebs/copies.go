@@ -19,49 +19,56 @@ import (
 const maxDescriptionLen = 255
 
 // fillCopySlots starts copies into dest for the sources the backup's operations follow, oldest
-// first, while the destination has free slots, EC2's request rate allows and this
-// description's time budget lasts. Each batch is first marked on its sources (one CreateTags),
-// so a restarted plugin that cannot see a just-made copy yet waits for it instead of copying
-// again; a source EC2 will not mark, or whose deletion has begun, is left out of the batch.
-func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string) error {
-	if err := v.queued[dest]; err != nil {
-		return err // asked already; the next description of EC2 tells whether slots freed up
-	}
-	if v.fillTimeLeft() <= 0 {
-		return nil
-	}
+// first, while the account has free copy slots in dest, EC2's request rate allows and this
+// description's time budget lasts; it returns the account's copies into dest it judged from
+// (nil when nothing of the backup awaits a copy there: then EC2 is not asked). Each batch is
+// first marked on its sources (one CreateTags), so a restarted plugin that cannot see a
+// just-made copy yet waits for it instead of copying again; a source EC2 will not mark, or
+// whose deletion has begun, is left out of the batch.
+//
+// Between backups waiting at once, free slots go first come, first served: the backup whose
+// Progress call finds them takes as many as it has sources ready. Which other backups wait is
+// not known from EC2 without listing every source of the account, so no backup holds slots back
+// for others (that would leave them idle). The turns are fair all the same: Velero's operations
+// controller reconciles waiting backups one after another every sync period, in the order its
+// informer cache lists them, which Go's map iteration makes different every period.
+func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string) (*copySlots, error) {
 	now := t.clock.Now()
-	free := min(t.copyLimit-v.inFlight(dest), copyRequestAllowance(v, dest, now))
-	if free <= 0 {
-		return nil
-	}
 	batch := v.awaitingCopy(dest, now, t.listingLag)
 	if len(batch) == 0 {
-		return nil
+		return nil, nil
 	}
-	if len(batch) > free {
-		batch = batch[:free]
+	a, err := t.accountSlots(ctx, v.place, dest)
+	if err != nil {
+		return nil, err
 	}
+	if a.queued != nil {
+		return a, a.queued // asked already; the next listing tells whether slots freed up
+	}
+	free := t.freeSlots(v, a, now)
+	if free <= 0 || v.fillTimeLeft() <= 0 {
+		return a, nil
+	}
+	batch = batch[:min(len(batch), free)]
 	start := t.clock.Now()
 	defer func() { v.spend(t.clock.Since(start)) }()
 	src, err := v.place.Clients(ctx, v.region)
 	if err != nil {
-		return err
+		return a, err
 	}
 	dst, err := v.place.Clients(ctx, dest)
 	if err != nil {
-		return err
+		return a, err
 	}
 	requestedAt := now.UTC().Format(time.RFC3339)
 	marked, err := t.markForCopy(ctx, src, v, batch, dest, requestedAt)
 	if err != nil {
-		return err
+		return a, err
 	}
 	var unmark []string
-	var queued error
 	for _, s := range marked {
 		id := aws.ToString(s.SnapshotId)
-		if queued != nil || t.clock.Since(start) >= v.fillTimeLeft() {
+		if a.queued != nil || t.clock.Since(start) >= v.fillTimeLeft() {
 			unmark = append(unmark, id)
 			continue
 		}
@@ -69,13 +76,14 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 		switch {
 		case err == nil:
 			v.recordCopy(dest, s, aws.ToString(out.SnapshotId), now)
+			a.started(id, now)
 			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, dest, aws.ToString(out.SnapshotId))
 		case ec2api.IsAmbiguous(err):
 			v.markRequested(id, now)
+			a.started(id, now)
 			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, dest)
 		case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
-			queued = fmt.Errorf("EC2 queued the copy: %s", describeWait(err))
-			v.queue(dest, queued)
+			a.queue(fmt.Errorf("EC2 queued the copy: %s", describeWait(err)))
 			unmark = append(unmark, id)
 		default:
 			v.refuse(id, fmt.Sprintf("copy of snapshot %s to %s refused: %v", id, dest, err))
@@ -83,7 +91,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 		}
 	}
 	t.unmark(ctx, src, v, unmark)
-	return queued
+	return a, a.queued
 }
 
 // describeWait names why EC2 made the plugin wait: its error code, or the credential failure.
@@ -173,16 +181,6 @@ func (t *Tracker) unmark(ctx context.Context, c ec2api.EC2, v *backupView, ids [
 		return
 	}
 	v.setTag(ids, TagCopyRequestedAt, "")
-}
-
-// copyRequestAllowance is how many CopySnapshot requests EC2's rate allows now, judged from the
-// backup's copies into dest: a bucket of B requests refilled at R per second is full again B/R
-// seconds after it was empty, so at least B minus the requests of the last B/R seconds are left.
-// A fresh plugin process per reconcile cannot carry a client-side bucket; the copies' start
-// times can.
-func copyRequestAllowance(v *backupView, dest string, now time.Time) int {
-	window := time.Duration(ec2api.CopySnapshotBurst/ec2api.CopySnapshotRefill) * time.Second
-	return ec2api.CopySnapshotBurst - v.copiesStartedSince(dest, now.Add(-window))
 }
 
 // copyInput is the CopySnapshot request for src, following the copy intent tagged on it.

@@ -213,6 +213,8 @@ func matchesDescribe(s types.Snapshot, in *ec2.DescribeSnapshotsInput) bool {
 			have = aws.ToString(s.VolumeId)
 		case name == "snapshot-id":
 			have = aws.ToString(s.SnapshotId)
+		case name == "status":
+			have = string(s.State)
 		case strings.HasPrefix(name, "tag:"):
 			v, ok := tags[strings.TrimPrefix(name, "tag:")]
 			if !ok {

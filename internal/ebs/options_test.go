@@ -50,7 +50,7 @@ func TestTrackerSettings(t *testing.T) {
 	m := f.serveTracker(nil)
 	tr := f.tracker(WithCacheTTL(time.Second), WithNotFoundGrace(time.Minute), WithCopyLimit(2))
 	p, err := tr.Progress(context.Background(), opID(volN(2)), inProgress)
-	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (2 in flight)"})
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (2 copies in flight in the account, 2 of this backup)"})
 	if n := m.count("CopySnapshot"); n != 2 {
 		t.Errorf("%d copies with a limit of 2", n)
 	}

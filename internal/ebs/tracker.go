@@ -27,19 +27,20 @@ const percentUnits = "%"
 // snapshot of another backup of the same name. It starts copies as sources complete, keeping
 // every copy slot of a destination busy, and keeps no state that matters across calls: each
 // backup's snapshots are described at most once per cache lifetime and shared by every
-// operation of that backup.
+// operation of that backup, and so are the account's copies in flight into a destination.
 type Tracker struct {
 	clients ec2api.Regional
 	settings
 
 	mu    sync.Mutex
 	views map[viewKey]*backupView
+	slots map[slotKey]*copySlots
 }
 
 // NewTracker returns a Tracker that reaches EC2 through clients, or through the locations a
 // Locator (WithLocator) finds.
 func NewTracker(clients ec2api.Regional, opts ...Option) *Tracker {
-	return &Tracker{clients: clients, settings: newSettings(opts), views: map[viewKey]*backupView{}}
+	return &Tracker{clients: clients, settings: newSettings(opts), views: map[viewKey]*backupView{}, slots: map[slotKey]*copySlots{}}
 }
 
 // lookup is what the places of an operation show of it.
@@ -131,10 +132,11 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	dest := tags[TagCopyToRegion]
 	p.Started = aws.ToTime(src.StartTime)
 	p.NTotal = 100
+	var slots *copySlots
 	var fillErr error
 	if dest != "" {
 		p.NTotal = 200
-		fillErr = t.fillCopySlots(ctx, v, dest)
+		slots, fillErr = t.fillCopySlots(ctx, v, dest)
 		if now := v.sourceByID(srcID); now != nil { // as marked by the fill
 			src, tags = now, tagMap(now.Tags)
 		}
@@ -164,13 +166,11 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	case cp == nil && tags[TagDeletionRequestedAt] != "":
 		p.Description = fmt.Sprintf("snapshot %s is being deleted with its backup; no copy to %s is started", srcID, dest)
 	case cp == nil && fillErr != nil:
-		p.Description = fmt.Sprintf("waiting to copy %s to %s: %v", srcID, dest, fillErr)
+		p.Description = fmt.Sprintf("waiting to copy %s to %s: %v%s", srcID, dest, fillErr, slotNote(v, slots))
 	case cp == nil && v.recentlyRequested(src, now, t.listingLag):
 		p.Description = fmt.Sprintf("copy of %s to %s requested; waiting for EC2 to list it", srcID, dest)
-	case cp == nil && v.inFlight(dest) < t.copyLimit:
-		p.Description = fmt.Sprintf("waiting for EC2's CopySnapshot request rate in %s (%d in flight)", dest, v.inFlight(dest))
 	case cp == nil:
-		p.Description = fmt.Sprintf("waiting for a copy slot in %s (%d in flight)", dest, v.inFlight(dest))
+		p.Description = t.slotWait(v, slots, srcID, dest)
 	case cp.State == types.SnapshotStateError:
 		p.Completed = true
 		p.Err = fmt.Sprintf("copy %s of snapshot %s to %s failed: %s", aws.ToString(cp.SnapshotId), srcID, dest, aws.ToString(cp.StateMessage))
@@ -306,15 +306,25 @@ func (t *Tracker) view(ctx context.Context, place Place, region string, id backu
 		v = newBackupView(place, region, id, t.clock)
 		t.views[key] = v
 	}
-	if !v.fresh(t.cacheTTL) {
-		if err := v.load(ctx, t.listingLag); err != nil {
-			return nil, err
-		}
-	}
-	if v.loadErr != nil {
-		return nil, v.loadErr
+	if err := v.load(ctx, t.cacheTTL, t.listingLag); err != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// accountSlots returns the account's copies in flight into dest as place sees them, listed again
+// when the cached listing is older than the cache lifetime; a failed listing is cached as well.
+func (t *Tracker) accountSlots(ctx context.Context, place Place, dest string) (*copySlots, error) {
+	key := slotKey{location: place.Location, dest: dest}
+	a, ok := t.slots[key]
+	if !ok {
+		a = newCopySlots(place, dest, t.clock)
+		t.slots[key] = a
+	}
+	if err := a.load(ctx, t.cacheTTL, t.listingLag); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // percent reads EC2's progress ("45%") as a number from 0 to 100.

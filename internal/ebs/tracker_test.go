@@ -433,7 +433,7 @@ func TestProgressFillsCopySlots(t *testing.T) {
 	m := f.serveTracker(nil)
 	tr := f.tracker()
 	p, err := tr.Progress(context.Background(), opID(volN(n-1)), inProgress)
-	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 in flight)"})
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 20 of this backup)"})
 	if got := m.count("CopySnapshot"); got != 20 {
 		t.Fatalf("%d CopySnapshot calls, want 20", got)
 	}
@@ -609,7 +609,7 @@ func TestProgressPacesCopiesAtEC2sRate(t *testing.T) {
 	}
 	m := f.serveTracker(nil)
 	p, err := f.tracker().Progress(context.Background(), opID(volN(59)), inProgress)
-	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for EC2's CopySnapshot request rate in us-west-2 (5 in flight)"})
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for EC2's CopySnapshot request rate in us-west-2 (50 copies started in the last 10s; 5 copies in flight in the account, 5 of this backup)"})
 	if got := m.count("CopySnapshot"); got != 5 {
 		t.Errorf("%d CopySnapshot calls, want the 5 EC2's rate allows", got)
 	}

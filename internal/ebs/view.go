@@ -22,21 +22,17 @@ type viewKey struct{ region, backup, uid, location string }
 // destination region, as described at one moment; plus what this process has learnt and done
 // since. It owns all of that state: only its methods change it.
 type backupView struct {
+	cycle
 	place  Place
 	region string
 	id     backupIdentity
-	clock  clock.Clock
 
-	fetched    time.Time // when the last description succeeded
-	loadErr    error     // why the last description failed, if it did
-	loadFailed time.Time
-	sources    map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
-	copies     map[string]map[string][]types.Snapshot // destination -> source ID -> copies
-	fillSpent  time.Duration                          // time spent starting copies since the last description
+	sources   map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
+	copies    map[string]map[string][]types.Snapshot // destination -> source ID -> copies
+	fillSpent time.Duration                          // time spent starting copies since the last description
 
 	requested map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
 	refused   map[string]string    // source ID -> why its copy cannot be made
-	queued    map[string]error     // destination -> why EC2 queued copies since the last description
 	claimed   map[string]bool      // source IDs an operation of this process follows
 	cancelled map[string]bool      // source IDs whose operation Velero cancelled
 	deleted   map[string]bool      // strays this process deleted
@@ -44,28 +40,17 @@ type backupView struct {
 
 func newBackupView(place Place, region string, id backupIdentity, clk clock.Clock) *backupView {
 	return &backupView{
-		place: place, region: region, id: id, clock: clk,
-		requested: map[string]time.Time{}, refused: map[string]string{}, queued: map[string]error{},
+		cycle: cycle{clock: clk}, place: place, region: region, id: id,
+		requested: map[string]time.Time{}, refused: map[string]string{},
 		claimed: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
 	}
 }
 
-// fresh reports whether the last description, or its failure, is younger than ttl.
-func (v *backupView) fresh(ttl time.Duration) bool {
-	if v.loadErr != nil {
-		return v.clock.Since(v.loadFailed) < ttl
-	}
-	return !v.fetched.IsZero() && v.clock.Since(v.fetched) < ttl
-}
-
 // load describes the backup's snapshots in the source region, then their copies in every region
-// the sources name: one paginated DescribeSnapshots per region.
-func (v *backupView) load(ctx context.Context, listingLag time.Duration) error {
-	v.loadErr = v.describe(ctx, listingLag)
-	if v.loadErr != nil {
-		v.loadFailed = v.clock.Now()
-	}
-	return v.loadErr
+// the sources name (one paginated DescribeSnapshots per region), when the last description is
+// older than ttl.
+func (v *backupView) load(ctx context.Context, ttl, listingLag time.Duration) error {
+	return v.refresh(ttl, func() error { return v.describe(ctx, listingLag) })
 }
 
 func (v *backupView) describe(ctx context.Context, listingLag time.Duration) error {
@@ -106,10 +91,10 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 			copies[d][src] = append(copies[d][src], cp)
 		}
 	}
-	v.sources, v.copies, v.fetched, v.fillSpent = sources, copies, v.clock.Now(), 0
-	v.queued = map[string]error{}
+	v.sources, v.copies, v.fillSpent = sources, copies, 0
+	now := v.clock.Now()
 	for id, at := range v.requested {
-		if v.copyOf(id) != nil || v.fetched.Sub(at) >= listingLag {
+		if v.copyOf(id) != nil || now.Sub(at) >= listingLag {
 			delete(v.requested, id)
 		}
 	}
@@ -185,19 +170,20 @@ func (v *backupView) inFlight(dest string) int {
 		}
 	}
 	for id := range v.requested {
-		if s := v.sourceByID(id); s != nil && tagMap(s.Tags)[TagCopyToRegion] == dest {
+		if s := v.sourceByID(id); s != nil && tagMap(s.Tags)[TagCopyToRegion] == dest && v.copyOf(id) == nil {
 			n++
 		}
 	}
 	return n
 }
 
-// copiesStartedSince counts the backup's copies into dest started at or after t.
-func (v *backupView) copiesStartedSince(dest string, t time.Time) int {
+// finishedCopiesStartedSince counts the backup's copies into dest started at or after t that
+// are no longer pending.
+func (v *backupView) finishedCopiesStartedSince(dest string, t time.Time) int {
 	n := 0
 	for _, cs := range v.copies[dest] {
 		for _, c := range cs {
-			if !aws.ToTime(c.StartTime).Before(t) {
+			if c.State != types.SnapshotStatePending && !aws.ToTime(c.StartTime).Before(t) {
 				n++
 			}
 		}
@@ -277,12 +263,13 @@ func (v *backupView) setTag(ids []string, key, value string) {
 }
 
 // recordCopy adds a copy this process just started to the cached view, so the rest of the
-// reconcile counts it.
+// reconcile counts it, and keeps it counted as requested until EC2 lists it.
 func (v *backupView) recordCopy(dest string, src types.Snapshot, copyID string, now time.Time) {
 	if v.copies[dest] == nil {
 		v.copies[dest] = map[string][]types.Snapshot{}
 	}
 	srcID := aws.ToString(src.SnapshotId)
+	v.requested[srcID] = now
 	v.copies[dest][srcID] = append(v.copies[dest][srcID], types.Snapshot{
 		SnapshotId: aws.String(copyID),
 		State:      types.SnapshotStatePending,
@@ -297,9 +284,6 @@ func (v *backupView) markRequested(id string, at time.Time) { v.requested[id] = 
 
 // refuse records why a source's copy cannot be made; its operation fails with it.
 func (v *backupView) refuse(id, why string) { v.refused[id] = why }
-
-// queue records that EC2 queued copies into dest; no copy is asked for until the next description.
-func (v *backupView) queue(dest string, why error) { v.queued[dest] = why }
 
 // cancel records that the operation following id was cancelled.
 func (v *backupView) cancel(id string) { v.cancelled[id] = true }

@@ -1,0 +1,200 @@
+package ebs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+// readySources are n completed snapshots of the backup bound for dstRegion, the oldest first.
+func readySources(n int) []types.Snapshot {
+	out := make([]types.Snapshot, n)
+	for i := range out {
+		out[i] = snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Minute))
+	}
+	return out
+}
+
+// othersCopies are n copies into dstRegion made by the plugin for another backup ("hourly").
+func othersCopies(n int, state types.SnapshotState, started time.Duration) []types.Snapshot {
+	out := make([]types.Snapshot, n)
+	for i := range out {
+		src := snapshot(fmt.Sprintf("snap-e%07x", i), volN(1000+i), types.SnapshotStateCompleted, toDest(), withTags(TagBackup, "hourly", TagBackupUID, "uid-hourly"))
+		out[i] = copyOfSnap(fmt.Sprintf("snap-d%07x", i), src, state, startedAt(started))
+	}
+	return out
+}
+
+// toolsCopies are n pending copies into dstRegion made by another tool: no plugin tags, only
+// the transfer type EC2 reports for copies.
+func toolsCopies(n int) []types.Snapshot {
+	out := make([]types.Snapshot, n)
+	for i := range out {
+		out[i] = types.Snapshot{SnapshotId: aws.String(fmt.Sprintf("snap-f%07x", i)), VolumeId: aws.String("vol-ffffffff"),
+			State: types.SnapshotStatePending, StartTime: aws.Time(t0.Add(-time.Hour)), TransferType: types.TransferTypeStandard}
+	}
+	return out
+}
+
+// snapshotsBeingTaken are n pending snapshots of volumes in dstRegion: not copies.
+func snapshotsBeingTaken(n int) []types.Snapshot {
+	out := make([]types.Snapshot, n)
+	for i := range out {
+		out[i] = types.Snapshot{SnapshotId: aws.String(fmt.Sprintf("snap-b%07x", i)), VolumeId: aws.String(volN(2000 + i)),
+			State: types.SnapshotStatePending, StartTime: aws.Time(t0.Add(-time.Hour))}
+	}
+	return out
+}
+
+// Copy slots and the CopySnapshot request rate are the account's in the destination, shared
+// with other backups and other tools: judged from EC2's listing of the account's pending copies
+// there, asked for only when the backup has a source awaiting its copy.
+func TestCopySlotsAreTheAccounts(t *testing.T) {
+	recently := -5 * time.Second
+	tests := []struct {
+		name        string
+		sources     []types.Snapshot // the backup's, in the source region; the operation follows the last
+		west        []types.Snapshot // in the destination, besides the backup's copies
+		westFails   []error          // DescribeSnapshots answers in the destination, in turn
+		limit       int              // copies in flight per destination; 0: EC2's quota
+		copyAnswers []error          // for the oldest source
+		requests    int              // CopySnapshot calls wanted
+		describes   int              // DescribeSnapshots wanted in the destination
+		want        want
+	}{
+		{name: "another backup's 15 copies leave 5 slots", sources: readySources(8), west: othersCopies(15, types.SnapshotStatePending, -time.Hour),
+			requests: 5, describes: 2,
+			want: want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 5 of this backup)"}},
+		{name: "another tool's copies count", sources: readySources(10), west: toolsCopies(12),
+			requests: 8, describes: 2,
+			want: want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 8 of this backup)"}},
+		{name: "snapshots being taken in the destination take no slot", sources: readySources(3), west: snapshotsBeingTaken(30),
+			requests: 3, describes: 2, want: want{n: 100, total: 200, desc: "copy snap-c0000003 to us-west-2: 0%"}},
+		{name: "finished copies take no slot", sources: readySources(3), west: othersCopies(25, types.SnapshotStateCompleted, -time.Hour),
+			requests: 3, describes: 2, want: want{n: 100, total: 200, desc: "copy snap-c0000003 to us-west-2: 0%"}},
+		{name: "20 in flight: no copy asked for", sources: readySources(2), west: othersCopies(20, types.SnapshotStatePending, -time.Hour),
+			describes: 2,
+			want:      want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 0 of this backup)"}},
+		{name: "others' recent starts spend the request rate", sources: readySources(10), west: othersCopies(46, types.SnapshotStatePending, recently), limit: 100,
+			requests: 4, describes: 2,
+			want: want{n: 100, total: 200, desc: "waiting for EC2's CopySnapshot request rate in us-west-2 (50 copies started in the last 10s; 50 copies in flight in the account, 4 of this backup)"}},
+		{name: "others' starts before the window do not", sources: readySources(10), west: othersCopies(46, types.SnapshotStatePending, -11*time.Second), limit: 100,
+			requests: 10, describes: 2, want: want{n: 100, total: 200, desc: "copy snap-c000000a to us-west-2: 0%"}},
+		{name: "EC2 queues despite free slots: waiting, not failed", sources: readySources(2), west: othersCopies(15, types.SnapshotStatePending, -time.Hour),
+			copyAnswers: []error{httpErr(400, ec2api.CodeResourceLimitExceeded)}, requests: 1, describes: 2,
+			want: want{n: 100, total: 200, desc: "waiting to copy snap-00000001 to us-west-2: EC2 queued the copy: ResourceLimitExceeded (15 copies in flight in the account, 0 of this backup)"}},
+		{name: "listing throttled: waiting", sources: readySources(2), westFails: []error{nil, httpErr(503, ec2api.CodeRequestLimitExceeded)},
+			describes: 2,
+			want:      want{n: 100, total: 200, desc: "waiting to copy snap-00000001 to us-west-2: describing the account's pending copies in us-west-2"}},
+		{name: "nothing awaiting a copy: no listing", describes: 1,
+			sources: []types.Snapshot{snapshot("snap-00000000", volN(0), types.SnapshotStatePending, toDest(), progress("10%"))},
+			west:    othersCopies(20, types.SnapshotStatePending, -time.Hour),
+			want:    want{n: 10, total: 200, desc: "snapshot snap-00000000 in us-east-1: 10%"}},
+		{name: "every copy started: no listing", describes: 1, sources: readySources(1),
+			west: []types.Snapshot{copyOfSnap("snap-c0000099", readySources(1)[0], types.SnapshotStatePending, progress("40%"))},
+			want: want{n: 140, total: 200, desc: "copy snap-c0000099 to us-west-2: 40%"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.sources...)
+			f.dst().add(tt.west...)
+			f.dst().failNext(tt.westFails...)
+			m := f.serveTracker(map[string][]error{"snap-00000000": tt.copyAnswers})
+			var opts []Option
+			if tt.limit != 0 {
+				opts = append(opts, WithCopyLimit(tt.limit))
+			}
+			p, err := f.tracker(opts...).Progress(context.Background(), opID(volN(len(tt.sources)-1)), inProgress)
+			checkProgress(t, p, err, tt.want)
+			if got := m.count("CopySnapshot"); got != tt.requests {
+				t.Errorf("%d CopySnapshot calls, want %d", got, tt.requests)
+			}
+			if got := m.count("CreateTags"); tt.requests == 0 && got != 0 {
+				t.Errorf("%d CreateTags calls with no copy to ask for, want none", got)
+			}
+			if got := f.dst().describeCount(); got != tt.describes {
+				t.Errorf("%d DescribeSnapshots in us-west-2, want %d", got, tt.describes)
+			}
+		})
+	}
+}
+
+// A copy this plugin asked for counts against the account's slots while EC2 does not list it
+// yet: one whose answer was lost, and one EC2 made but lists late.
+func TestCopySlotsCountCopiesNotListedYet(t *testing.T) {
+	f := newFixture(t)
+	f.src().add(readySources(4)...)
+	f.dst().add(othersCopies(17, types.SnapshotStatePending, -time.Hour)...)
+	m := f.serveTracker(map[string][]error{"snap-00000000": {netErr()}})
+	tr := f.tracker()
+	p, err := tr.Progress(context.Background(), opID(volN(3)), inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 3 of this backup)"})
+	if got := m.count("CopySnapshot"); got != 3 {
+		t.Fatalf("%d CopySnapshot calls, want the 3 free slots filled", got)
+	}
+	listLate := hideCopiesOf(f.dst(), "snap-00000001") // EC2 made it but does not list it yet
+
+	f.clk.Step(10 * time.Second) // the next reconcile, within the listing lag
+	p, err = tr.Progress(context.Background(), opID(volN(3)), inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 3 of this backup)"})
+	if got := m.count("CopySnapshot"); got != 3 {
+		t.Errorf("%d CopySnapshot calls, want still 3: the unlisted copies hold their slots", got)
+	}
+
+	listLate()
+	f.clk.Step(21 * time.Second) // past the listing lag: the unanswered request made nothing
+	p, err = tr.Progress(context.Background(), opID(volN(3)), inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 3 of this backup)"})
+	if got := m.count("CopySnapshot"); got != 4 || aws.ToString(m.copies[3].SourceSnapshotId) != "snap-00000000" {
+		t.Errorf("CopySnapshot calls %q; want a 4th, for the oldest source, in the slot its unanswered request held", m.log)
+	}
+}
+
+// hideCopiesOf removes the copies of a source from what a region lists, until the returned
+// function puts them back.
+func hideCopiesOf(r *region, sourceID string) (listThem func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var kept, hidden []types.Snapshot
+	for _, s := range r.snaps {
+		if tagMap(s.Tags)[TagSourceSnapshotID] == sourceID {
+			hidden = append(hidden, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	r.snaps = kept
+	return func() { r.add(hidden...) }
+}
+
+// One reconcile lists the account's copies in the destination once, whatever its number of
+// operations; the next reconcile lists them again.
+func TestCopySlotsListedOncePerReconcile(t *testing.T) {
+	f := newFixture(t)
+	const n = 25
+	f.src().add(readySources(n)...)
+	m := f.serveTracker(nil)
+	tr := f.tracker()
+	for round := 1; round <= 2; round++ {
+		for i := 0; i < n; i++ {
+			if _, err := tr.Progress(context.Background(), opID(volN(i)), inProgress); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Each reconcile: the backup's copies, and the account's pending copies.
+		if got := f.dst().describeCount(); got != 2*round {
+			t.Errorf("round %d: %d DescribeSnapshots in us-west-2, want %d", round, got, 2*round)
+		}
+		f.clk.Step(10 * time.Second)
+	}
+	if got := m.count("CopySnapshot"); got != 20 {
+		t.Errorf("%d CopySnapshot calls, want the 20 slots", got)
+	}
+}
