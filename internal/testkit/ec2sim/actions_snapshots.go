@@ -77,6 +77,9 @@ func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time) {
 		if sn.completionMinutes > 0 {
 			c.int("completionDurationMinutes", sn.completionMinutes)
 		}
+		if sn.isCopy() {
+			c.elem("transferType", "standard") // EC2 reports it for copies only
+		}
 		c.tagSet(sn.tags)
 		sn.xml = c.Bytes()
 	}

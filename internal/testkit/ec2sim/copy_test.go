@@ -37,8 +37,11 @@ func TestCopySnapshotCrossRegion(t *testing.T) {
 		aws.ToString(s.Description) != "[Copied "+src+" from us-east-1]" ||
 		aws.ToString(s.VolumeId) != copyVolumeID || aws.ToInt32(s.VolumeSize) != 7 ||
 		!aws.ToBool(s.Encrypted) || aws.ToString(s.KmsKeyId) != "arn:aws:kms:us-west-2:123456789012:key/dr" ||
-		!aws.ToTime(s.StartTime).Equal(t0) {
+		!aws.ToTime(s.StartTime).Equal(t0) || s.TransferType != types.TransferTypeStandard {
 		t.Errorf("copy = %+v", s)
+	}
+	if s := f.describe("us-east-1", src); s.TransferType != "" {
+		t.Errorf("source snapshot reports transfer type %q; EC2 reports it for copies only", s.TransferType)
 	}
 	if _, err := f.client("us-east-1").DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}}); errCode(err) != "InvalidSnapshot.NotFound" {
 		t.Errorf("copy visible in the source region: %v", err)

@@ -35,24 +35,21 @@ func StartSimulator(cfg ec2sim.Config) (*ec2sim.Server, error) {
 
 // CallsByAction sums a simulator's responses per action over regions and outcomes.
 func CallsByAction(st ec2sim.Stats) map[string]int {
-	out := map[string]int{}
-	for _, actions := range st.Calls {
-		for action, outcomes := range actions {
-			for _, n := range outcomes {
-				out[action] += n
-			}
-		}
-	}
-	return out
+	return sumCalls(st, func(action, _ string) string { return action })
 }
 
 // CallsByOutcome sums a simulator's responses per outcome ("ok" or an error code).
 func CallsByOutcome(st ec2sim.Stats) map[string]int {
+	return sumCalls(st, func(_, outcome string) string { return outcome })
+}
+
+// sumCalls sums a simulator's responses over regions by the key of their action and outcome.
+func sumCalls(st ec2sim.Stats, key func(action, outcome string) string) map[string]int {
 	out := map[string]int{}
 	for _, actions := range st.Calls {
-		for _, outcomes := range actions {
-			for o, n := range outcomes {
-				out[o] += n
+		for action, outcomes := range actions {
+			for outcome, n := range outcomes {
+				out[key(action, outcome)] += n
 			}
 		}
 	}
