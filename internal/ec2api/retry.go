@@ -19,18 +19,34 @@ const (
 	// boundedAttempts and boundedBackoff bound one request on Velero's serial paths (Bounded).
 	boundedAttempts = 3
 	boundedBackoff  = time.Second
+	// unansweredAttempts is how many times a request that gets no answer, or a 5xx that is not
+	// throttling, is tried: a region that is down (an outage, a blocked network) answers
+	// nothing for minutes, and no caller should wait out 20 attempts of it.
+	unansweredAttempts = 3
 )
 
 // newRetryer returns the SDK's adaptive retry mode: exponential backoff plus a client-side
-// rate that drops when EC2 throttles and recovers when it stops.
+// rate that drops when EC2 throttles and recovers when it stops; throttling is retried
+// patiently, requests that get no answer at most unansweredAttempts times.
 func newRetryer() aws.Retryer {
-	return retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+	return unansweredFew{retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
 		o.StandardOptions = append(o.StandardOptions, func(so *retry.StandardOptions) {
 			so.MaxAttempts = maxAttempts
 			so.MaxBackoff = maxBackoff
 			so.RateLimiter = ratelimit.None
 		})
-	})
+	})}
+}
+
+// unansweredFew stops retrying a request that got no answer (or a 5xx other than throttling)
+// after unansweredAttempts: the SDK's retry loop ends with the error RetryDelay returns.
+type unansweredFew struct{ aws.RetryerV2 }
+
+func (r unansweredFew) RetryDelay(attempt int, err error) (time.Duration, error) {
+	if attempt >= unansweredAttempts && IsAmbiguous(err) {
+		return 0, err
+	}
+	return r.RetryerV2.RetryDelay(attempt, err)
 }
 
 // RetryThrottlingOnly is a per-call option for requests EC2 cannot deduplicate (CreateSnapshot,

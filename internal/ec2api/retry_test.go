@@ -142,3 +142,36 @@ func TestRetryerSettings(t *testing.T) {
 		t.Errorf("GetAttemptToken: %v", err)
 	}
 }
+
+// TestUnansweredTriedFew shows the plugin's retryer riding out throttling with all its attempts
+// but giving up on a region that answers nothing (an outage) after unansweredAttempts.
+func TestUnansweredTriedFew(t *testing.T) {
+	patient := retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = maxAttempts
+		o.RateLimiter = ratelimit.None
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
+	tests := []struct {
+		name         string
+		answer       fakeAnswer
+		wantAttempts int
+	}{
+		{"throttling", fakeAnswer{status: 503, body: CodeRequestLimitExceeded}, maxAttempts},
+		{"connection refused", fakeAnswer{err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused")}, unansweredAttempts},
+		{"service unavailable", fakeAnswer{status: 503, body: "Unavailable"}, unansweredAttempts},
+		{"internal error", fakeAnswer{status: 500, body: "InternalError"}, unansweredAttempts},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fakeHTTP{answers: []fakeAnswer{tt.answer}}
+			c := testClient(h, unansweredFew{patient})
+			_, err := c.DescribeVolumes(context.Background(), &ec2.DescribeVolumesInput{})
+			if err == nil || h.attempts != tt.wantAttempts {
+				t.Errorf("%d attempts, error %v; want %d attempts and an error", h.attempts, err, tt.wantAttempts)
+			}
+		})
+	}
+	if _, ok := newRetryer().(unansweredFew); !ok {
+		t.Errorf("the plugin's retryer is a %T, not unansweredFew", newRetryer())
+	}
+}

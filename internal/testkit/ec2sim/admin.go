@@ -2,10 +2,12 @@ package ec2sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
-// serveAdmin serves the /_sim/ endpoints: stats, snapshots, volumes (read and seed) and faults.
+// serveAdmin serves the /_sim/ endpoints: stats, snapshots, volumes (read and seed), faults and
+// outages.
 // Snapshots and volumes are the default account's unless ?account=ID (or, to seed, the body's
 // "account") names another configured one.
 func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
@@ -54,6 +56,23 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		s.SetFaults(f)
 		writeJSON(w, f.withDefaults())
+	case "POST /_sim/outage":
+		var body struct {
+			Region string `json:"region"`
+			Down   bool   `json:"down"`
+			Outage
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Region == "" {
+			http.Error(w, fmt.Sprintf("want {\"region\": NAME, \"down\": BOOL, \"mode\", \"frozen\"}: %v", err), http.StatusBadRequest)
+			return
+		}
+		if !body.Down {
+			s.BringUp(body.Region)
+		} else if err := s.TakeDown(body.Region, body.Outage); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, map[string][]string{"down": s.Down()})
 	default:
 		http.Error(w, "unknown admin endpoint "+route, http.StatusNotFound)
 	}

@@ -93,6 +93,12 @@ func (s *Simulator) handle(q *request) ([]byte, int, drop) {
 		s.count(q.account, q.region, q.action, q.authErr.code)
 		return errorDocument(q.authErr, q.requestID), q.authErr.status, noDrop
 	}
+	if err, d, down := s.refuseIfDown(q); down {
+		if err == nil {
+			return nil, 0, d
+		}
+		return errorDocument(err, q.requestID), err.status, noDrop
+	}
 	r := s.region(q.account, q.region)
 	r.reap(q.now)
 	body, err := s.run(r, q)

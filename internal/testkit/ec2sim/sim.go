@@ -42,6 +42,7 @@ type Simulator struct {
 	reqSeq       uint64
 	calls        callCounts
 	accountCalls map[string]callCounts
+	outages      map[string]outage // region name -> its outage, while it is down
 }
 
 // regionKey names the state of one account in one region.
@@ -214,7 +215,7 @@ func (s *Simulator) Snapshots(regionName string) []Snapshot { return s.Snapshots
 func (s *Simulator) SnapshotsIn(account, regionName string) []Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
+	now := s.regionNow(regionName, s.clock.Now())
 	r := s.region(s.accountOr(account), regionName)
 	r.reap(now)
 	out := make([]Snapshot, 0, len(r.snapOrder))
@@ -231,7 +232,7 @@ func (s *Simulator) Volumes(regionName string) []Volume { return s.VolumesIn("",
 func (s *Simulator) VolumesIn(account, regionName string) []Volume {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
+	now := s.regionNow(regionName, s.clock.Now())
 	r := s.region(s.accountOr(account), regionName)
 	out := make([]Volume, 0, len(r.volOrder))
 	for _, v := range r.volOrder {

@@ -153,6 +153,7 @@ func (s *Simulator) Stats() Stats {
 		accounts[id] = a
 	}
 	for key, r := range s.regions {
+		now := s.regionNow(key.name, now)
 		r.reap(now)
 		snaps, copies, vols := map[string]int{}, map[string]int{}, map[string]int{}
 		for _, sn := range r.snapOrder {

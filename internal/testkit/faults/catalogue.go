@@ -24,7 +24,9 @@ type Scenario struct {
 
 // Sizes scale the scenarios: Full is what make fault runs, Quick what go test runs.
 type Sizes struct {
-	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes, ReusedVolumes int
+	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes, ReusedVolumes, OutageVolumes int
+	// Outage is how long the source region is down in the outage scenario.
+	Outage time.Duration
 	// AmbiguousCopies makes copies in the ambiguous-failures scenario: every CopySnapshot whose
 	// outcome is unknown costs the plugin's wait for EC2's listing lag before it asks again.
 	AmbiguousCopies bool
@@ -38,11 +40,11 @@ type Sizes struct {
 // Full are the sizes of make fault. The storm is the one of the benchmark targets: 300 volumes at
 // 10% of AWS's rates, about a quarter of an hour.
 var Full = Sizes{StormVolumes: 300, AmbiguousVolumes: 50, ConsistencyVolumes: 30, KillTrials: 20, KillVolumes: 8,
-	CopySlotVolumes: 100, ReusedVolumes: 30, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
+	CopySlotVolumes: 100, ReusedVolumes: 30, OutageVolumes: 100, Outage: 30 * time.Second, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
 
 // Quick are the sizes of go test: every scenario but the heavy ones, smaller.
 var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6, AmbiguousCopies: true,
-	CopySlotVolumes: 45, ReusedVolumes: 8, Invisible: 10 * time.Second}
+	CopySlotVolumes: 45, ReusedVolumes: 8, OutageVolumes: 20, Outage: 8 * time.Second, Invisible: 10 * time.Second}
 
 // Scenarios returns the fault scenarios at the given sizes, the heavy storm first.
 func Scenarios(z Sizes) []Scenario {
@@ -110,6 +112,14 @@ func Scenarios(z Sizes) []Scenario {
 			Load:   "21 volumes, copies of 30–35 s (beyond the plugin's listing lag), deletion",
 			Faults: "Velero's item-operation timeout cancels one operation in the third reconcile",
 			Run:    func(ctx context.Context, e *rig.Env, res *rig.Result) error { return cancelled(ctx, e, res, 21) },
+		},
+		{
+			Name: "Source region down", Timeout: 10 * time.Minute,
+			Load:   fmt.Sprintf("%d volumes, copies, deletion", z.OutageVolumes),
+			Faults: fmt.Sprintf("EC2 in the source region answers nothing for %s from the second reconcile, its snapshots frozen meanwhile", z.Outage),
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
+				return outage(ctx, e, res, z.OutageVolumes, z.Outage)
+			},
 		},
 		{
 			Name: "Quotas", Timeout: 10 * time.Minute,

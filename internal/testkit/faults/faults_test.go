@@ -67,7 +67,7 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| Scenario | Load | Faults injected | Operations failed | rig.Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |",
+		"| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |",
 		"| A | 1 volume | none | 0 of 1 | 0 | 0 | 1.2s | 2s | pass |",
 		"| B | 2 volumes | errors | 1 of 2 (1 intended) | 0 | – (not deleted) | 0s | 0s | pass |",
 		"| C | 3 volumes | drops | 0 of 3 | 1 | 2 | 0s | 0s | **FAIL** |",

@@ -17,7 +17,7 @@ import (
 // WriteTable writes results as the README's Reliability table (Markdown).
 func WriteTable(w io.Writer, results []*rig.Result) error {
 	var b strings.Builder
-	b.WriteString("| Scenario | Load | Faults injected | Operations failed | rig.Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |\n")
+	b.WriteString("| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		failed := fmt.Sprintf("%d of %d", r.Failed, r.Operations)
