@@ -51,7 +51,8 @@ func Standard() Scenario {
 
 // simConfig is the simulator configuration of the scenario.
 func (s Scenario) simConfig() ec2sim.Config {
-	return ec2sim.Config{SnapshotDuration: s.Snapshots, CopyDuration: s.Copies, ThrottleScale: s.ThrottleScale, CopyLimit: copySlots, Seed: 42}
+	return ec2sim.Config{SnapshotDuration: s.Snapshots, CopyDuration: s.Copies, ThrottleScale: s.ThrottleScale,
+		Unthrottled: s.ThrottleScale <= 0, CopyLimit: copySlots, Seed: 42}
 }
 
 // LowerBound is the shortest any strategy can take: the time to issue every CreateSnapshot at

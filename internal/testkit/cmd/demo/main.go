@@ -68,7 +68,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	}
 	defer plugin.Remove()
 	srv, err := rig.StartSimulator(ec2sim.Config{
-		SnapshotDuration: o.snapshots, CopyDuration: o.copies, ThrottleScale: o.throttleScale,
+		SnapshotDuration: o.snapshots, CopyDuration: o.copies, ThrottleScale: o.throttleScale, Unthrottled: o.throttleScale <= 0,
 	})
 	if err != nil {
 		return false, err
