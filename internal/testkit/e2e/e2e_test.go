@@ -85,9 +85,10 @@ func TestE2E(t *testing.T) {
 	r.sub("bad-credentials", func() { r.badCredentialsBackup(sim, bad) })
 	r.sub("account-b-restore", func() { r.accountBRestore(sim, accountBBackup) })
 	r.sub("account-b-delete", func() { r.deleteBackups(sim, accountBBackup) })
-	r.sub("dr-restore-in-copy-region", func() { r.drRestore(sim, "e2e-main") })
+	// The disaster-recovery drill: the source region down, a second cluster restores.
+	r.sub("dr-drill", func() { r.drill(sim, "e2e-main") })
 	r.sub("delete-after-dr", func() {
-		r.deleteBackups(sim, "e2e-main", "e2e-smoke", badBackup)
+		r.deleteBackups(sim, "e2e-main", "e2e-smoke", badBackup, afterOutageBackup)
 		for _, a := range r.accounts {
 			all := append(live(sim.listIn("snapshots", srcRegion, a.ID)), live(sim.listIn("snapshots", copyRegion, a.ID))...)
 			r.saw("snapshots left in account %s (%s), both regions: %d", a.Name, a.ID, len(all))
@@ -679,19 +680,12 @@ func (r *rig) deleteNamespace(ns string, vols []volume) {
 }
 
 // drRestore restores the backup as a recovery cluster in the copy region would.
-func (r *rig) drRestore(sim simClient, backup string) {
+// restoreFromCopies restores backup as name in the current cluster, whose location of the
+// backup's name is in the copy region, and checks every PV: a new volume there made from a copy
+// of the backup, its zone, region labels and node affinity moved along, its PVC bound to it.
+func (r *rig) restoreFromCopies(sim simClient, backup, name string) {
 	t := r.t
 	ctx := context.Background()
-	r.step("DR: location %s now has region %s (no copyToRegion), as the recovery cluster's location of the same name", vslName, copyRegion)
-	var vsl velerov1.VolumeSnapshotLocation
-	must(t, r.c.Get(ctx, client.ObjectKey{Namespace: veleroNS, Name: vslName}, &vsl))
-	vsl.Spec.Config = map[string]string{"region": copyRegion}
-	must(t, r.c.Update(ctx, &vsl))
-
-	r.step("DR: deleting namespace %s and its PVs", appNS)
-	r.deleteNamespace(appNS, volumes)
-	r.saw("namespace %s and PVs %d gone", appNS, len(volumes))
-
 	_, copies := backupSnapshots(sim, r.acctA().ID, backup)
 	copyIDs := map[string]bool{}
 	for _, c := range copies {
@@ -702,7 +696,6 @@ func (r *rig) drRestore(sim simClient, backup string) {
 		volsBefore[v.ID] = true
 	}
 
-	name := "e2e-dr"
 	r.step("velero restore create %s --from-backup %s", name, backup)
 	r.restore(t, name, backup, len(volumes))
 

@@ -62,10 +62,9 @@ type rig struct {
 	procs []*proc
 	seq   map[string]int
 
-	kubeconfig string
-	restConfig *rest.Config
-	c          client.WithWatch
-	cs         *kubernetes.Clientset
+	// cluster is the cluster the rig's steps act on: the source cluster, or in the
+	// disaster-recovery drill the recovery cluster (use).
+	*cluster
 
 	s3URL  string
 	ec2URL string
@@ -76,10 +75,36 @@ type rig struct {
 	creds map[string]credSecret
 
 	pluginErr error // set when this repository's plugin could not be built
+}
+
+// cluster is one Kubernetes cluster of the rig (etcd, kube-apiserver) with its Velero server.
+type cluster struct {
+	// name prefixes the logs of its processes ("" for the source cluster).
+	name string
+	// dir holds its etcd data, certificates, kubeconfig and the Velero server's TMPDIR.
+	dir string
+	// region is where it runs (its Velero server's AWS_REGION).
+	region string
+
+	kubeconfig string
+	restConfig *rest.Config
+	c          client.WithWatch
+	cs         *kubernetes.Clientset
 
 	serverArgs []string
 	serverEnv  []string
 	server     *proc
+}
+
+// use makes c the cluster the rig's steps act on.
+func (r *rig) use(c *cluster) { r.cluster = c }
+
+// procName is the name of one of the current cluster's processes.
+func (r *rig) procName(base string) string {
+	if r.cluster.name == "" {
+		return base
+	}
+	return r.cluster.name + "-" + base
 }
 
 func (r *rig) step(format string, args ...any) {
@@ -101,6 +126,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.dir = dir
+	r.cluster = &cluster{dir: dir, region: srcRegion}
 	r.logDir = filepath.Join(dir, "logs")
 	r.pluginDir = filepath.Join(dir, "plugins")
 	r.home = filepath.Join(dir, "home")
@@ -157,7 +183,7 @@ func (r *rig) cleanup() {
 	if os.Getenv("E2E_KEEP") == "" {
 		// tmp is the Velero server's TMPDIR, holding the credentials files Velero and the plugin
 		// write from the Secrets; ec2sim.json holds the accounts' secret keys.
-		for _, d := range []string{"etcd", "plugins", "bin", "home", "tmp", "ec2sim.json"} {
+		for _, d := range []string{"etcd", "plugins", "bin", "home", "tmp", "ec2sim.json", recoveryName} {
 			os.RemoveAll(filepath.Join(r.dir, d))
 		}
 	}
@@ -405,8 +431,8 @@ func (r *rig) startCluster() {
 	}
 	clientPort, peerPort := freePort(t), freePort(t)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
-	etcd := r.start("etcd", []string{"ETCD_UNSUPPORTED_ARCH="}, nil, etcdBin,
-		"--data-dir", filepath.Join(r.dir, "etcd"),
+	etcd := r.start(r.procName("etcd"), []string{"ETCD_UNSUPPORTED_ARCH="}, nil, etcdBin,
+		"--data-dir", filepath.Join(r.cluster.dir, "etcd"),
 		"--name", "e2e",
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
@@ -423,7 +449,7 @@ func (r *rig) startCluster() {
 	r.saw("etcd healthy at %s", etcdURL)
 
 	r.step("generating service-account key and admin token; starting kube-apiserver")
-	certDir := filepath.Join(r.dir, "pki")
+	certDir := filepath.Join(r.cluster.dir, "pki")
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +469,7 @@ func (r *rig) startCluster() {
 	writeFile(t, filepath.Join(certDir, "tokens.csv"), []byte(token+",admin,admin,system:masters\n"))
 
 	port := freePort(t)
-	api := r.start("kube-apiserver", nil, nil, filepath.Join(r.binDir, "kube-apiserver"),
+	api := r.start(r.procName("kube-apiserver"), nil, nil, filepath.Join(r.binDir, "kube-apiserver"),
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+certDir,
@@ -456,7 +482,7 @@ func (r *rig) startCluster() {
 		"--enable-priority-and-fairness=false",
 	)
 	server := fmt.Sprintf("https://127.0.0.1:%d", port)
-	r.kubeconfig = filepath.Join(r.dir, "kubeconfig")
+	r.kubeconfig = filepath.Join(r.cluster.dir, "kubeconfig")
 	writeFile(t, r.kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:

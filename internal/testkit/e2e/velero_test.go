@@ -35,9 +35,9 @@ const (
 
 // startS3 starts the in-memory S3-compatible server with the rig's bucket.
 func (r *rig) startS3() {
-	r.step("starting fakes3 (gofakes3, in memory) with bucket %s", bucket)
+	r.step("starting fakes3 (gofakes3, in memory) with buckets %s, %s (its replica in %s) and %s (the recovery cluster's)", bucket, replicaBucket, copyRegion, recoveryBucket)
 	ch := make(chan string, 1)
-	p := r.start("fakes3", nil, ch, filepath.Join(r.binDir, "fakes3"), "-port", "0", "-buckets", bucket)
+	p := r.start("fakes3", nil, ch, filepath.Join(r.binDir, "fakes3"), "-port", "0", "-buckets", bucket+","+replicaBucket+","+recoveryBucket)
 	r.s3URL = readLine(r.t, p, ch, 30*time.Second)
 	r.saw("fakes3 at %s", r.s3URL)
 }
@@ -75,27 +75,52 @@ func (r *rig) installVelero() {
 	must(t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: veleroNS}}))
 	r.createCredentialSecrets()
 	r.step("creating BackupStorageLocation default (provider aws -> fakes3, credential %s/%s)", bslSecret, credKey)
-	must(t, r.c.Create(ctx, &velerov1.BackupStorageLocation{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: veleroNS},
+	must(t, r.c.Create(ctx, r.bsl("default", bucket, srcRegion, velerov1.BackupStorageLocationAccessModeReadWrite, true)))
+	r.createServerStandIn()
+	for _, l := range r.locations() {
+		r.step("creating VolumeSnapshotLocation %s (provider velero-async.io/aws, region %s, copyToRegion %s, credential %s/%s: %s)",
+			l.VSL, srcRegion, copyRegion, l.Secret, credKey, r.creds[l.Secret].For)
+		must(t, r.c.Create(ctx, vsl(l, srcRegion, copyRegion)))
+	}
+}
+
+// bsl is a BackupStorageLocation of the upstream AWS plugin on bucket of the stand-in S3.
+func (r *rig) bsl(name, bucket, region string, mode velerov1.BackupStorageLocationAccessMode, isDefault bool) *velerov1.BackupStorageLocation {
+	return &velerov1.BackupStorageLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: veleroNS},
 		Spec: velerov1.BackupStorageLocationSpec{
-			Provider:   "aws",
-			Default:    true,
-			Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: bslSecret}, Key: credKey},
-			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{
-				Bucket: bucket, Prefix: "rig",
-			}},
+			Provider:    "aws",
+			Default:     isDefault,
+			AccessMode:  mode,
+			Credential:  &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: bslSecret}, Key: credKey},
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: bucket, Prefix: "rig"}},
 			Config: map[string]string{
-				"region":            srcRegion,
+				"region":            region,
 				"s3Url":             r.s3URL,
 				"s3ForcePathStyle":  "true",
 				"checksumAlgorithm": "",
 			},
 		},
-	}))
-	// The server runs outside the cluster, but some restore actions read its Deployment (for the
-	// image of helper containers); a stand-in with no replicas plays that part.
+	}
+}
+
+// vsl is the VolumeSnapshotLocation l of this plugin in region, copying to copyTo.
+func vsl(l vslCred, region, copyTo string) *velerov1.VolumeSnapshotLocation {
+	return &velerov1.VolumeSnapshotLocation{
+		ObjectMeta: metav1.ObjectMeta{Name: l.VSL, Namespace: veleroNS},
+		Spec: velerov1.VolumeSnapshotLocationSpec{
+			Provider:   "velero-async.io/aws",
+			Config:     map[string]string{"region": region, "copyToRegion": copyTo},
+			Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: l.Secret}, Key: credKey},
+		},
+	}
+}
+
+// createServerStandIn creates the Deployment some restore actions read for the image of helper
+// containers: the server runs outside the cluster, so a stand-in with no replicas plays it.
+func (r *rig) createServerStandIn() {
 	replicas := int32(0)
-	must(t, r.c.Create(ctx, &appsv1.Deployment{
+	must(r.t, r.c.Create(context.Background(), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "velero", Namespace: veleroNS, Labels: map[string]string{"component": "velero"}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
@@ -108,18 +133,6 @@ func (r *rig) installVelero() {
 			},
 		},
 	}))
-	for _, l := range r.locations() {
-		r.step("creating VolumeSnapshotLocation %s (provider velero-async.io/aws, region %s, copyToRegion %s, credential %s/%s: %s)",
-			l.VSL, srcRegion, copyRegion, l.Secret, credKey, r.creds[l.Secret].For)
-		must(t, r.c.Create(ctx, &velerov1.VolumeSnapshotLocation{
-			ObjectMeta: metav1.ObjectMeta{Name: l.VSL, Namespace: veleroNS},
-			Spec: velerov1.VolumeSnapshotLocationSpec{
-				Provider:   "velero-async.io/aws",
-				Config:     map[string]string{"region": srcRegion, "copyToRegion": copyRegion},
-				Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: l.Secret}, Key: credKey},
-			},
-		}))
-	}
 }
 
 // startVeleroServer runs `velero server` outside the cluster with both plugins.
@@ -146,10 +159,10 @@ func (r *rig) startVeleroServer() {
 			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(r.dir, "no-such-aws-credentials"),
 			"AWS_CONFIG_FILE="+filepath.Join(r.dir, "no-such-aws-config"),
 			"AWS_EC2_METADATA_DISABLED=true",
-			"AWS_REGION="+srcRegion,
+			"AWS_REGION="+r.cluster.region,
 			// Velero writes each Secret it uses to <TMPDIR>/credentials/..., the plugin to
 			// <TMPDIR>/velero-async-credentials/...: keep them in the work dir.
-			"TMPDIR="+filepath.Join(r.dir, "tmp"),
+			"TMPDIR="+filepath.Join(r.cluster.dir, "tmp"),
 		)
 		for _, kv := range r.serverEnv {
 			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_SHARED") || k == "AWS_CONFIG_FILE" {
@@ -170,7 +183,7 @@ func (r *rig) startVeleroServer() {
 		l.Close()
 	}
 	r.step("starting velero server (plugins: %s, upstream velero-plugin-for-aws; AWS_ENDPOINT_URL_EC2=%s)", pluginBin, r.ec2URL)
-	r.server = r.start("velero-server", r.serverEnv, nil, filepath.Join(r.binDir, "velero"), r.serverArgs...)
+	r.server = r.start(r.procName("velero-server"), r.serverEnv, nil, filepath.Join(r.binDir, "velero"), r.serverArgs...)
 }
 
 // relevantEnv returns the effective AWS_*, KUBECONFIG, VELERO_NAMESPACE and TMPDIR settings of
