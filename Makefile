@@ -1,11 +1,12 @@
 # The two commands a new user needs: `make demo` and `make test`.
 BIN        ?= _output
 PLUGIN     := velero-plugin-for-aws-async
-IMAGE      ?= velero-async/velero-plugin-for-aws:dev
+IMAGE_TAG  ?= dev
+IMAGE      ?= velero-async/velero-plugin-for-aws:$(IMAGE_TAG)
 PLATFORMS  ?= linux/amd64,linux/arm64
 FUZZTIME   ?= 10s
 
-.PHONY: all build test demo bench fault fuzz e2e generate container clean
+.PHONY: all build test demo bench fault fuzz e2e generate image container clean
 
 all: build
 
@@ -46,6 +47,10 @@ fuzz:
 ## generate: regenerate the EC2 mock
 generate:
 	go generate ./...
+
+## image: the multi-arch image for `velero plugin add` without Docker: an OCI image layout in $(BIN)/image, its index named $(IMAGE_TAG); push it with `crane push` or `skopeo copy --all`
+image:
+	go run ./internal/cmd/image -out $(BIN)/image -platforms $(PLATFORMS) -tag $(IMAGE_TAG)
 
 ## container: the multi-arch image for `velero plugin add` (needs docker buildx)
 container:
