@@ -73,7 +73,7 @@ func (r *rig) locations() []vslCred {
 // volumesB are account B's volumes, in namespace appNSB.
 var volumesB = []volume{
 	{ID: "vol-0e2e00000000000b1", AZ: "us-east-1a", PV: "pv-acct-b-intree", PVC: "data-b-intree", Type: "gp3"},
-	{ID: "vol-0e2e00000000000b2", AZ: "us-east-1b", PV: "pv-acct-b-csi", PVC: "data-b-csi", CSI: true, Type: "gp3"},
+	{ID: "vol-0e2e00000000000b2", AZ: "us-east-1b", PV: "pv-acct-b-csi", PVC: "data-b-csi", Driver: ebsCSIDriver, Type: "gp3"},
 }
 
 // randomSecret is a secret key of this run only, so that a match in a log can be nothing else.

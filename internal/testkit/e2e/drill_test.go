@@ -50,8 +50,9 @@ func (r *rig) drill(sim simClient, backup string) {
 	r.step("replicating bucket %s to %s in %s, as S3 Cross-Region Replication keeps it", bucket, replicaBucket, copyRegion)
 	r.saw("%d objects replicated", r.replicate(bucket, replicaBucket))
 
-	r.step("taking %s down: EC2 there answers nothing and its time stands still; the source cluster's Velero server goes down with it", srcRegion)
+	r.step("taking %s down: EC2 there answers nothing and its time stands still, bucket %s answers 503; the source cluster's Velero server goes down with it", srcRegion, bucket)
 	sim.post("/_sim/outage", map[string]any{"region": srcRegion, "down": true, "frozen": true})
+	r.s3("POST", "_fake/outage?bucket="+bucket+"&down=true", nil)
 	r.stop(source.server)
 	before := requestsTo(sim.stats(), srcRegion)
 
@@ -80,7 +81,11 @@ func (r *rig) drill(sim simClient, backup string) {
 	if n := requestsTo(sim.stats(), srcRegion) - before; n != 0 {
 		t.Errorf("the recovery cluster sent %d requests to %s, which is down", n, srcRegion)
 	}
-	r.saw("requests to %s since it went down: %d", srcRegion, requestsTo(sim.stats(), srcRegion)-before)
+	refused := strings.TrimSpace(string(r.s3("GET", "_fake/refused?bucket="+bucket, nil)))
+	if refused != "0" {
+		t.Errorf("the recovery cluster sent %s requests to bucket %s, which is down", refused, bucket)
+	}
+	r.saw("requests since the outage began: %d to EC2 in %s, %s to bucket %s", requestsTo(sim.stats(), srcRegion)-before, srcRegion, refused, bucket)
 
 	r.bindRestored(appNS, volumes)
 	r.step("velero backup create %s in the recovery cluster: snapshots in %s, copies to %s, which is down", recoveredBackup, copyRegion, srcRegion)
@@ -90,7 +95,7 @@ func (r *rig) drill(sim simClient, backup string) {
 
 	r.deleteDuringOutage(sim, backup, sources, copies)
 
-	r.step("bringing %s back", srcRegion)
+	r.step("bringing %s back (EC2; the bucket comes back at failback)", srcRegion)
 	sim.post("/_sim/outage", map[string]any{"region": srcRegion, "down": false})
 	b := r.waitBackupDone(recoveredBackup, 5*time.Minute, nil)
 	r.saw("backup %s ended %s once %s was back: operations %d of %d completed, %d failed", recoveredBackup, b.Status.Phase, srcRegion,
@@ -114,6 +119,7 @@ func (r *rig) failback(sim simClient, source, recovery *cluster) {
 	}
 	r.step("failback: %s up, the recovery cluster's Velero server stops, the source cluster's starts again", srcRegion)
 	sim.post("/_sim/outage", map[string]any{"region": srcRegion, "down": false})
+	r.s3("POST", "_fake/outage?bucket="+bucket+"&down=false", nil)
 	if recovery.server != nil {
 		r.stop(recovery.server)
 	}

@@ -25,21 +25,29 @@ const appNS = "e2e-app"
 
 // volume is one simulator volume and the PV/PVC that use it.
 type volume struct {
-	ID   string
-	AZ   string
-	PV   string
-	PVC  string
-	CSI  bool
-	Type string
-	IOPS int // provisioned IOPS (io1/io2 always have some)
+	ID  string
+	AZ  string
+	PV  string
+	PVC string
+	// Driver is the CSI driver that provisioned it, "" for an in-tree awsElasticBlockStore PV.
+	Driver string
+	Type   string
+	IOPS   int // provisioned IOPS (io1/io2 always have some)
 }
 
 var volumes = []volume{
 	{ID: "vol-0e2e0000000000001", AZ: "us-east-1a", PV: "pv-intree-a", PVC: "data-intree-a", Type: "gp2"},
 	{ID: "vol-0e2e0000000000002", AZ: "us-east-1b", PV: "pv-intree-b", PVC: "data-intree-b", Type: "gp3"},
-	{ID: "vol-0e2e0000000000003", AZ: "us-east-1a", PV: "pv-csi-a", PVC: "data-csi-a", CSI: true, Type: "gp3"},
-	{ID: "vol-0e2e0000000000004", AZ: "us-east-1c", PV: "pv-csi-b", PVC: "data-csi-b", CSI: true, Type: "io2", IOPS: 4000},
+	{ID: "vol-0e2e0000000000003", AZ: "us-east-1a", PV: "pv-csi-a", PVC: "data-csi-a", Driver: ebsCSIDriver, Type: "gp3"},
+	{ID: "vol-0e2e0000000000004", AZ: "us-east-1c", PV: "pv-csi-b", PVC: "data-csi-b", Driver: ebsCSIDriver, Type: "io2", IOPS: 4000},
+	{ID: "vol-0e2e0000000000005", AZ: "us-east-1b", PV: "pv-auto-a", PVC: "data-auto-a", Driver: autoModeDriver, Type: "gp3"},
 }
+
+// The CSI drivers of EBS volumes: the EBS CSI driver, and EKS Auto Mode's built-in one.
+const (
+	ebsCSIDriver   = "ebs.csi.aws.com"
+	autoModeDriver = "ebs.csi.eks.amazonaws.com"
+)
 
 // sub runs fn as a subtest with r.t pointing at it, so a failed step does not hide later ones.
 func (r *rig) sub(name string, fn func()) bool {
@@ -143,7 +151,7 @@ func (r *rig) createWorkload(sim simClient, acct awsAccount, ns string, vols []v
 	sim.post("/_sim/volumes", map[string]any{"region": srcRegion, "account": acct.ID, "volumes": vs})
 	r.saw("simulator volumes of account %s in %s: %v", acct.Name, srcRegion, sim.listIn("volumes", srcRegion, acct.ID))
 
-	r.step("creating namespace %s with PVCs bound to in-tree awsElasticBlockStore and CSI ebs.csi.aws.com PVs", ns)
+	r.step("creating namespace %s with PVCs bound to in-tree awsElasticBlockStore PVs, EBS CSI (ebs.csi.aws.com) PVs and EKS Auto Mode (ebs.csi.eks.amazonaws.com) PVs", ns)
 	must(r.t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(r.t, r.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: ns}, Data: map[string]string{"k": "v"}}))
 	for _, v := range vols {
@@ -152,8 +160,11 @@ func (r *rig) createWorkload(sim simClient, acct awsAccount, ns string, vols []v
 		pv.Status.Phase = corev1.VolumeBound
 		must(r.t, r.c.Status().Update(ctx, pv))
 		sc := "gp2"
-		if v.CSI {
+		switch v.Driver {
+		case ebsCSIDriver:
 			sc = "ebs-sc"
+		case autoModeDriver:
+			sc = "auto-ebs-sc"
 		}
 		pvc := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: v.PVC, Namespace: ns, Annotations: map[string]string{
@@ -196,11 +207,12 @@ func makePV(v volume, ns string) *corev1.PersistentVolume {
 			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: v.PVC},
 		},
 	}
-	if v.CSI {
-		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}
+	switch v.Driver {
+	case ebsCSIDriver:
+		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": ebsCSIDriver}
 		pv.Spec.StorageClassName = "ebs-sc"
 		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{
-			Driver: "ebs.csi.aws.com", VolumeHandle: v.ID, FSType: "ext4",
+			Driver: ebsCSIDriver, VolumeHandle: v.ID, FSType: "ext4",
 			VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-ebs.csi.aws.com"},
 		}
 		// The EBS CSI driver sets its own topology key (older releases) or the well-known one.
@@ -209,7 +221,16 @@ func makePV(v volume, ns string) *corev1.PersistentVolume {
 			key = "topology.kubernetes.io/zone"
 		}
 		pv.Spec.NodeAffinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{v.AZ}})
-	} else {
+	case autoModeDriver:
+		// As EKS Auto Mode provisions them: no labels, the well-known zone key only.
+		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": autoModeDriver}
+		pv.Spec.StorageClassName = "auto-ebs-sc"
+		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{
+			Driver: autoModeDriver, VolumeHandle: v.ID, FSType: "ext4",
+			VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-ebs.csi.eks.amazonaws.com"},
+		}
+		pv.Spec.NodeAffinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{v.AZ}})
+	default:
 		// In-tree volumes as the (now CSI-migrated) in-tree provisioner on EKS created them.
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/aws-ebs"}
 		pv.Labels = map[string]string{
