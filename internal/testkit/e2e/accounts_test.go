@@ -23,7 +23,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Per-location credentials: the simulator runs with two accounts and checks every request's
@@ -304,7 +303,6 @@ func (r *rig) badCredentialsBackup(sim simClient, bad *badRun) {
 // in account A.
 func (r *rig) accountBRestore(sim simClient, backup string) {
 	t := r.t
-	ctx := context.Background()
 	a, bAcct := r.acctA(), r.acctB()
 	r.step("deleting namespace %s and its PVs", appNSB)
 	r.deleteNamespace(appNSB, volumesB)
@@ -350,29 +348,16 @@ func (r *rig) accountBRestore(sim simClient, backup string) {
 		}
 	}
 	for _, v := range volumesB {
-		var pv corev1.PersistentVolume
-		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err != nil {
-			t.Errorf("PV %s not restored: %v", v.PV, err)
+		pv, wv, ok := r.restoredVolume(v, inB, volsBefore, "account B in "+srcRegion)
+		if pv == nil {
 			continue
 		}
-		volID := pvVolumeID(&pv)
-		r.saw("restored PV %s: %s; labels %v; node affinity %s", v.PV, pvSource(&pv), pv.Labels, affinityString(pv.Spec.NodeAffinity))
-		wv, ok := inB[volID]
-		switch {
-		case volID == v.ID:
-			t.Errorf("PV %s still points at the backed-up volume %s", v.PV, volID)
-		case !ok:
-			t.Errorf("PV %s volume %q is not a volume of account B in %s", v.PV, volID, srcRegion)
-		default:
-			r.saw("  account B volume %v", wv)
-			if volsBefore[volID] {
-				t.Errorf("volume %s existed before the restore", volID)
-			}
+		if ok {
 			if !srcIDs[wv.Source] {
-				t.Errorf("volume %s of PV %s was created from %q, not from a snapshot of backup %s in account B", volID, v.PV, wv.Source, backup)
+				t.Errorf("volume %s of PV %s was created from %q, not from a snapshot of backup %s in account B", wv.ID, v.PV, wv.Source, backup)
 			}
 			if wv.State != "available" {
-				t.Errorf("volume %s is %s, want available", volID, wv.State)
+				t.Errorf("volume %s is %s, want available", wv.ID, wv.State)
 			}
 			for k, val := range pv.Labels {
 				if strings.HasSuffix(k, "/zone") && val != wv.AZ {
@@ -380,12 +365,7 @@ func (r *rig) accountBRestore(sim simClient, backup string) {
 				}
 			}
 		}
-		var pvc corev1.PersistentVolumeClaim
-		if err := r.c.Get(ctx, client.ObjectKey{Namespace: appNSB, Name: v.PVC}, &pvc); err != nil {
-			t.Errorf("PVC %s/%s not restored: %v", appNSB, v.PVC, err)
-		} else if pvc.Spec.VolumeName != v.PV || pvc.Labels["velero.io/restore-name"] != name {
-			t.Errorf("PVC %s/%s volumeName %s restore label %q, want %s restored by %s", appNSB, v.PVC, pvc.Spec.VolumeName, pvc.Labels["velero.io/restore-name"], v.PV, name)
-		}
+		r.checkRestoredClaim(appNSB, v, name)
 	}
 }
 

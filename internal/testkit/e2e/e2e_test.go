@@ -706,7 +706,6 @@ func (r *rig) deleteNamespace(ns string, vols []volume) {
 // of the backup, its zone, region labels and node affinity moved along, its PVC bound to it.
 func (r *rig) restoreFromCopies(sim simClient, backup, name string) {
 	t := r.t
-	ctx := context.Background()
 	_, copies := backupSnapshots(sim, r.acctA().ID, backup)
 	copyIDs := map[string]bool{}
 	for _, c := range copies {
@@ -726,26 +725,13 @@ func (r *rig) restoreFromCopies(sim simClient, backup, name string) {
 	}
 	r.saw("simulator volumes in %s after restore: %d (before: %d)", copyRegion, len(west), len(volsBefore))
 	for _, v := range volumes {
-		var pv corev1.PersistentVolume
-		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err != nil {
-			t.Errorf("PV %s not restored: %v", v.PV, err)
+		pv, wv, ok := r.restoredVolume(v, west, volsBefore, "the simulator in "+copyRegion)
+		if pv == nil {
 			continue
 		}
-		volID := pvVolumeID(&pv)
-		r.saw("restored PV %s: %s; labels %v; node affinity %s", v.PV, pvSource(&pv), pv.Labels, affinityString(pv.Spec.NodeAffinity))
-		wv, ok := west[volID]
-		switch {
-		case volID == v.ID:
-			t.Errorf("PV %s still points at the source volume %s", v.PV, volID)
-		case !ok:
-			t.Errorf("PV %s volume %q is not a volume of the simulator in %s", v.PV, volID, copyRegion)
-		default:
-			r.saw("  volume %v", wv)
+		if ok {
 			if wv.Source != "" && !copyIDs[wv.Source] {
-				t.Errorf("volume %s of PV %s was created from %s, not from a copy of backup %s", volID, v.PV, wv.Source, backup)
-			}
-			if volsBefore[volID] {
-				t.Errorf("volume %s existed before the restore", volID)
+				t.Errorf("volume %s of PV %s was created from %s, not from a copy of backup %s", wv.ID, v.PV, wv.Source, backup)
 			}
 			if pv.Spec.AWSElasticBlockStore != nil && !strings.HasPrefix(pv.Spec.AWSElasticBlockStore.VolumeID, "aws://"+wv.AZ+"/") && strings.HasPrefix(pv.Spec.AWSElasticBlockStore.VolumeID, "aws://") {
 				t.Errorf("PV %s volumeID %s names a zone other than the volume's %s", v.PV, pv.Spec.AWSElasticBlockStore.VolumeID, wv.AZ)
@@ -777,12 +763,48 @@ func (r *rig) restoreFromCopies(sim simClient, backup, name string) {
 				}
 			}
 		}
-		var pvc corev1.PersistentVolumeClaim
-		if err := r.c.Get(ctx, client.ObjectKey{Namespace: appNS, Name: v.PVC}, &pvc); err != nil {
-			t.Errorf("PVC %s/%s not restored: %v", appNS, v.PVC, err)
-		} else if pvc.Spec.VolumeName != v.PV || pvc.Labels["velero.io/restore-name"] != name {
-			t.Errorf("PVC %s/%s volumeName %s restore label %q, want %s restored by %s", appNS, v.PVC, pvc.Spec.VolumeName, pvc.Labels["velero.io/restore-name"], v.PV, name)
+		r.checkRestoredClaim(appNS, v, name)
+	}
+}
+
+// restoredVolume reads the restored PV of v and finds the volume it points at among made (the
+// volumes of where). It fails the test when the PV is missing, still points at the backed-up
+// volume, points at none of made, or at one that existed before the restore. The PV is nil when
+// missing; ok reports whether its volume is among made.
+func (r *rig) restoredVolume(v volume, made map[string]simObject, before map[string]bool, where string) (*corev1.PersistentVolume, simObject, bool) {
+	t := r.t
+	t.Helper()
+	var pv corev1.PersistentVolume
+	if err := r.c.Get(context.Background(), client.ObjectKey{Name: v.PV}, &pv); err != nil {
+		t.Errorf("PV %s not restored: %v", v.PV, err)
+		return nil, simObject{}, false
+	}
+	volID := pvVolumeID(&pv)
+	r.saw("restored PV %s: %s; labels %v; node affinity %s", v.PV, pvSource(&pv), pv.Labels, affinityString(pv.Spec.NodeAffinity))
+	wv, ok := made[volID]
+	switch {
+	case volID == v.ID:
+		t.Errorf("PV %s still points at the backed-up volume %s", v.PV, volID)
+	case !ok:
+		t.Errorf("PV %s volume %q is not a volume of %s", v.PV, volID, where)
+	default:
+		r.saw("  volume %v", wv)
+		if before[volID] {
+			t.Errorf("volume %s existed before the restore", volID)
 		}
+	}
+	return &pv, wv, ok && volID != v.ID
+}
+
+// checkRestoredClaim fails the test unless the claim of v in ns was restored by restore, bound
+// to v's PV.
+func (r *rig) checkRestoredClaim(ns string, v volume, restore string) {
+	r.t.Helper()
+	var pvc corev1.PersistentVolumeClaim
+	if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v.PVC}, &pvc); err != nil {
+		r.t.Errorf("PVC %s/%s not restored: %v", ns, v.PVC, err)
+	} else if pvc.Spec.VolumeName != v.PV || pvc.Labels["velero.io/restore-name"] != restore {
+		r.t.Errorf("PVC %s/%s volumeName %s restore label %q, want %s restored by %s", ns, v.PVC, pvc.Spec.VolumeName, pvc.Labels["velero.io/restore-name"], v.PV, restore)
 	}
 }
 
