@@ -32,9 +32,9 @@ bench:
 fault:
 	go run ./internal/testkit/cmd/fault $(FAULT_FLAGS)
 
-## e2e: the plugin in a real Velero v1.18.3 server (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
+## e2e: the plugin in a real Velero server, VELERO_VERSION=v1.18.3 (default) or v1.17.2 (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
 e2e:
-	go test -tags e2e -v -count=1 -timeout 40m ./internal/testkit/e2e/
+	E2E_VELERO_VERSION=$(or $(VELERO_VERSION),$(E2E_VELERO_VERSION),v1.18.3) go test -tags e2e -v -count=1 -timeout 40m ./internal/testkit/e2e/
 
 ## fuzz: each fuzz test for $(FUZZTIME)
 fuzz:

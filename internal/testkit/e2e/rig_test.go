@@ -372,9 +372,12 @@ func (r *rig) buildTools() {
 		r.binDir = d
 		r.step("using prebuilt tools in E2E_BIN=%s", d)
 	} else {
-		r.step("building tools (kube-apiserver, velero, fakes3, upstream velero-plugin-for-aws) with build-tools.sh")
+		r.step("building tools (kube-apiserver, velero %s, fakes3, upstream velero-plugin-for-aws) with build-tools.sh", veleroVersion())
 		start := time.Now()
 		cmd := exec.Command(filepath.Join(r.repoRoot, "internal", "testkit", "e2e", "build-tools.sh"))
+		// build-tools.sh picks the Velero version (and the upstream AWS plugin paired with it) from
+		// E2E_VELERO_VERSION, as the test does.
+		cmd.Env = append(os.Environ(), "E2E_VELERO_VERSION="+veleroVersion())
 		f := r.logFile("build-tools")
 		cmd.Stderr = io.MultiWriter(f, os.Stderr)
 		out, err := cmd.Output()
@@ -390,6 +393,16 @@ func (r *rig) buildTools() {
 		if _, err := os.Stat(filepath.Join(r.binDir, b)); err != nil {
 			r.t.Fatalf("tool missing: %v", err)
 		}
+	}
+	// The velero binary must be the version the run is for (E2E_BIN may hold another).
+	vcmd := exec.Command(filepath.Join(r.binDir, "velero"), "version", "--client-only")
+	vcmd.Env = []string{"HOME=" + r.home}
+	if out, err := vcmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("velero version --client-only: %v\n%s", err, out)
+	} else if !strings.Contains(strings.Join(strings.Fields(string(out)), " ")+" ", "Version: "+veleroVersion()+" ") {
+		r.t.Fatalf("velero in %s is not %s (set E2E_VELERO_VERSION to the version of E2E_BIN's velero):\n%s", r.binDir, veleroVersion(), out)
+	} else {
+		r.saw("velero %s (velero version --client-only)", veleroVersion())
 	}
 	r.step("building this plugin (go build -o plugins/velero-plugin-for-aws-async .) and the EC2 simulator")
 	start := time.Now()

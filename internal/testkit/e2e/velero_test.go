@@ -116,6 +116,18 @@ func vsl(l vslCred, region, copyTo string) *velerov1.VolumeSnapshotLocation {
 	}
 }
 
+// defaultVeleroVersion is the Velero version the rig runs unless E2E_VELERO_VERSION names another
+// (one build-tools.sh knows).
+const defaultVeleroVersion = "v1.18.3"
+
+// veleroVersion is the Velero version of the run: E2E_VELERO_VERSION, else defaultVeleroVersion.
+func veleroVersion() string {
+	if v := os.Getenv("E2E_VELERO_VERSION"); v != "" {
+		return v
+	}
+	return defaultVeleroVersion
+}
+
 // createServerStandIn creates the Deployment some restore actions read for the image of helper
 // containers: the server runs outside the cluster, so a stand-in with no replicas plays it.
 func (r *rig) createServerStandIn() {
@@ -128,7 +140,7 @@ func (r *rig) createServerStandIn() {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"deploy": "velero"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "velero", Image: "velero/velero:v1.18.3", Command: []string{"/velero"}, Args: []string{"server"},
+					Name: "velero", Image: "velero/velero:" + veleroVersion(), Command: []string{"/velero"}, Args: []string{"server"},
 				}}},
 			},
 		},
@@ -174,11 +186,11 @@ func (r *rig) startVeleroServer() {
 	}
 	r.saw("velero server environment (AWS_*, KUBECONFIG, VELERO_NAMESPACE, TMPDIR): %s",
 		strings.Join(relevantEnv(append(inheritedEnv(), r.serverEnv...)), " "))
-	// Velero v1.18.3 builds its controller-runtime manager without metrics options, so the manager's
+	// Velero (v1.18.3, v1.17.2) builds its controller-runtime manager without metrics options, so the manager's
 	// metrics server always listens on :8080 (all interfaces); --metrics-address is Velero's own.
 	if l, err := net.Listen("tcp", ":8080"); err != nil {
 		r.t.Fatalf("port 8080 is busy (%v): the Velero server's controller-runtime metrics listener needs it "+
-			"(not configurable in v1.18.3), so only one rig can run per machine", err)
+			"(not configurable in %s), so only one rig can run per machine", err, veleroVersion())
 	} else {
 		l.Close()
 	}
