@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 )
 
 func TestLowerBound(t *testing.T) {
@@ -19,6 +20,14 @@ func TestLowerBound(t *testing.T) {
 		{"within the burst", func(s *Scenario) { s.Volumes = 100 }, 10*time.Second + 5*10*time.Second},
 		{"one wave", func(s *Scenario) { s.Volumes = 7 }, 20 * time.Second},
 		{"no throttling", func(s *Scenario) { s.ThrottleScale = 0 }, 110 * time.Second},
+		// 10 s snapshots, then 1,000 copies of 1 s: 995 over CopySnapshot's burst of 50 at 5/s
+		// outlast 50 waves of 20
+		{"the CopySnapshot rate binds", func(s *Scenario) {
+			s.Volumes, s.Copies = 1000, ec2sim.Fixed(time.Second)
+		}, 180*time.Second + 190*time.Second + time.Second},
+		// the storm: 290 creates over a burst of 10 at 0.5/s, then 295 copies over a burst of 5
+		// at 0.5/s and a mean copy of 1 s
+		{"the storm", func(s *Scenario) { *s = Storm() }, 580*time.Second + 590*time.Second + time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -28,6 +37,102 @@ func TestLowerBound(t *testing.T) {
 				t.Errorf("lower bound %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSchedulesLowerBound(t *testing.T) {
+	tests := []struct {
+		name string
+		s    func(*Schedules)
+		want time.Duration
+	}{
+		// scaled: 3 s apart, snapshots 5–10 s, copies 8–12 s; the first backup's creates fit the
+		// burst, and its copies start a 25-wave copy phase for all 500 volumes
+		{"standard", func(*Schedules) {}, 10*time.Second + 25*10*time.Second},
+		{"one backup is the standard scenario's", func(s *Schedules) { s.Backups, s.Volumes = 1, 200 }, Standard().LowerBound()},
+		// three item phases at once: 0, 20 and 40 s; the first backup's copy phase is 15 waves
+		{"all at the same moment", func(s *Schedules) { s.Backups, s.Every.Duration = 3, 0 }, 10*time.Second + 15*10*time.Second},
+		// the second schedule fires at 60 s (scaled), long after the first backup could be done
+		{"the last schedule binds", func(s *Schedules) {
+			s.Backups, s.Volumes, s.Every.Duration = 2, 10, 600*time.Second
+		}, 60*time.Second + 10*time.Second + 10*time.Second},
+		// 1 s copies: the rate binds all 500 copies from the first item phase's end (91 s), but
+		// the last backup's item phase ends at 80 s and its 100 copies take 5 waves after a
+		// 10 s snapshot
+		{"copies of a second", func(s *Schedules) {
+			s.Copies = ec2sim.Fixed(10 * time.Second)
+		}, 80*time.Second + 10*time.Second + 5*time.Second},
+		{"no throttling", func(s *Schedules) {
+			s.Backups, s.Volumes, s.ThrottleScale = 2, 10, 0
+		}, 3*time.Second + 10*time.Second + 10*time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := StandardSchedules()
+			tc.s(&s)
+			if got := s.LowerBound(); got != tc.want {
+				t.Errorf("lower bound %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRestoreLowerBound(t *testing.T) {
+	tests := []struct {
+		name string
+		s    func(*Restore)
+		want time.Duration
+	}{
+		// 400 CreateVolume over the burst of 100 at 5/s, then the last volume's 10 s
+		{"standard", func(*Restore) {}, 90 * time.Second},
+		{"within the burst", func(s *Restore) { s.Volumes = 50 }, 10 * time.Second},
+		{"slowest volume", func(s *Restore) { s.Available = ec2sim.Range(5*time.Second, 20*time.Second) }, 100 * time.Second},
+		{"no throttling", func(s *Restore) { s.ThrottleScale = 0 }, 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := StandardRestore()
+			tc.s(&s)
+			if got := s.LowerBound(); got != tc.want {
+				t.Errorf("lower bound %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTargetMiss(t *testing.T) {
+	tests := []struct {
+		name   string
+		target Target
+		want   string
+	}{
+		{"met", ceiling("x", 1.1, 1.15), ""},
+		{"ceiling missed", ceiling("x", 1.38, 1.15), "missed by 0.23 (20.0% of the target)"},
+		{"zero ceiling missed", ceiling("x", 3, 0), "missed by 3.00"},
+		{"floor missed", floor("x", 15, 20), "missed by 5.00 (25.0% of the target)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.target.Miss(); got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMedianAndReconcileFigures(t *testing.T) {
+	var r Result
+	r.fillReconciles([]harness.ReconcileTime{
+		{Open: 100, Took: 100 * time.Millisecond}, // 1 ms per operation, the busiest
+		{Open: 10, Took: 30 * time.Millisecond},   // 3 ms
+		{Open: 0, Took: 0},                        // nothing open: not counted
+		{Open: 4, Took: 8 * time.Millisecond},     // 2 ms
+	})
+	if r.ProgressPerOp != 2 || r.ProgressPerOpBusiest != 1 || r.LongestReconcile != 0.1 {
+		t.Errorf("median %v ms, busiest %v ms, longest %vs; want 2, 1, 0.1", r.ProgressPerOp, r.ProgressPerOpBusiest, r.LongestReconcile)
+	}
+	if got := median([]time.Duration{4, 1, 3, 2}); got != 2 {
+		t.Errorf("median of an even count %d, want 2", got)
 	}
 }
 

@@ -27,14 +27,14 @@ func RunBlocking(ctx context.Context, sc Scenario, measure int) (Result, error) 
 	defer srv.Close()
 	pvs := fixture.Fleet{Region: sc.SourceRegion, Count: measure}.Seed(srv.Sim)
 	b := blocking{src: newEC2(srv.URL, sc.SourceRegion), dst: newEC2(srv.URL, sc.CopyRegion), sc: sc}
-	res := Result{Strategy: "blocking", Volumes: sc.Volumes, Measured: measure}
+	res := sc.newResult("blocking", measure)
 	start := time.Now()
 	for _, pv := range pvs {
 		if err := b.backupVolume(ctx, fixture.VolumeIDOf(pv), pv.Name); err != nil {
 			res.FailedOps++
 		}
 	}
-	res.fill(sc, srv.Sim.Stats(), time.Since(start))
+	res.fill(sc.LowerBound(), sc.CopyRegion, srv.Sim.Stats(), time.Since(start))
 	res.FailedOps = res.FailedOps * sc.Volumes / measure
 	return res, nil
 }

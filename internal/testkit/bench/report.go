@@ -3,27 +3,49 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
 	"os"
 	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 )
 
-// Report is everything `make bench` measures, as printed and as written to JSON.
+// Report is everything `make bench` measures, as printed and as written to JSON. A section
+// not run is absent.
 type Report struct {
 	// Scenario is the standard scenario; Strategies its results, one per strategy.
-	Scenario   Scenario `json:"scenario"`
-	Strategies []Result `json:"strategies"`
+	Scenario   *Scenario `json:"scenario,omitempty"`
+	Strategies []Result  `json:"strategies,omitempty"`
 	// Comparison holds the plugin and the blocking baseline at the comparison volume count.
-	Comparison []Result `json:"comparison"`
-	// GrowthScenario is the scenario of the growth runs, whose volume count varies.
-	GrowthScenario Scenario `json:"growthScenario"`
-	Growth         []Result `json:"growth"`
+	Comparison []Result `json:"comparison,omitempty"`
+	// GrowthScenario is the scenario of the growth runs, whose volume count (and, for some,
+	// request rates: see each result's throttleScale) varies.
+	GrowthScenario *Scenario `json:"growthScenario,omitempty"`
+	Growth         []Result  `json:"growth,omitempty"`
+	// Schedules, Restore and Storm are the many-backups, large-restore and throttling-storm
+	// scenarios with their results.
+	Schedules *SchedulesRun `json:"schedules,omitempty"`
+	Restore   *RestoreRun   `json:"restore,omitempty"`
+	Storm     *StormRun     `json:"storm,omitempty"`
 	// Targets are the plugin's targets with the measured figures.
 	Targets []Target `json:"targets"`
+}
+
+// SchedulesRun is the schedules scenario and its result (makespan and bound in the run's
+// scaled time).
+type SchedulesRun struct {
+	Scenario Schedules      `json:"scenario"`
+	Result   ScheduleResult `json:"result"`
+}
+
+// RestoreRun is the large-restore scenario and its result (the restore only).
+type RestoreRun struct {
+	Scenario Restore `json:"scenario"`
+	Result   Result  `json:"result"`
+}
+
+// StormRun is the throttling-storm scenario and its result.
+type StormRun struct {
+	Scenario Scenario `json:"scenario"`
+	Result   Result   `json:"result"`
 }
 
 // Target is one of the plugin's performance targets.
@@ -34,6 +56,21 @@ type Target struct {
 	// AtMost is true for ceilings (measured ≤ limit), false for floors (measured ≥ limit).
 	AtMost bool `json:"atMost"`
 	Pass   bool `json:"pass"`
+}
+
+// Miss says by how much a target is missed: "" when it passes.
+func (t Target) Miss() string {
+	if t.Pass {
+		return ""
+	}
+	by := t.Measured - t.Limit
+	if !t.AtMost {
+		by = -by
+	}
+	if t.Limit == 0 {
+		return fmt.Sprintf("missed by %.2f", by)
+	}
+	return fmt.Sprintf("missed by %.2f (%.1f%% of the target)", by, 100*by/t.Limit)
 }
 
 func ceiling(name string, measured, limit float64) Target {
@@ -62,26 +99,93 @@ func (r Result) scaledTo(n int, sc Scenario) Result {
 	return out
 }
 
+// The limits of the plugin's targets.
+const (
+	// standardRatio, schedulesRatio and restoreRatio bound makespan / lower bound.
+	standardRatio  = 1.15
+	schedulesRatio = 1.15
+	restoreRatio   = 1.15
+	// stormRatio bounds the storm's makespan / lower bound; stormReconcile its longest reconcile.
+	stormRatio     = 1.5
+	stormReconcile = 15 * time.Second
+	// callsPerVolume and progressPerOp bound the largest growth run's EC2 calls per volume and
+	// the median time of a reconcile's Progress calls per open operation.
+	callsPerVolume = 3.5
+	progressPerOp  = 2 * time.Millisecond
+	// blockingFactor is how many times faster than the blocking baseline the plugin must be.
+	blockingFactor = 20
+)
+
 // evaluate fills the targets from the results.
 func (rep *Report) evaluate() {
 	rep.Targets = nil
+	rep.standardTargets()
+	rep.growthTargets()
+	rep.schedulesTargets()
+	rep.restoreTargets()
+	rep.stormTargets()
+}
+
+func (rep *Report) add(t ...Target) { rep.Targets = append(rep.Targets, t...) }
+
+func (rep *Report) standardTargets() {
 	for _, r := range rep.Strategies {
 		if r.Strategy == "plugin" {
-			rep.Targets = append(rep.Targets, ceiling(fmt.Sprintf("makespan / lower bound at N=%d", r.Volumes), r.Ratio, 1.15))
+			rep.add(ceiling(fmt.Sprintf("makespan / lower bound at N=%d", r.Volumes), r.Ratio, standardRatio))
 		}
 	}
-	for _, r := range append(append([]Result{}, rep.Strategies...), rep.Growth...) {
+	for _, r := range append(slices.Clone(rep.Strategies), rep.Growth...) {
 		if r.Strategy != "plugin" {
 			continue
 		}
-		rep.Targets = append(rep.Targets,
-			ceiling(fmt.Sprintf("EC2 calls ≤ 3N + 3×reconciles at N=%d", r.Volumes), float64(r.TotalCalls), float64(3*r.Volumes+3*r.Reconciles)),
+		rep.add(ceiling(fmt.Sprintf("EC2 calls ≤ 3N + 3×reconciles at N=%d", r.Volumes), float64(r.TotalCalls), float64(3*r.Volumes+3*r.Reconciles)),
 			ceiling(fmt.Sprintf("failed operations at N=%d", r.Volumes), float64(r.FailedOps), 0))
 	}
 	if len(rep.Comparison) == 2 && rep.Comparison[0].Makespan > 0 {
 		p, b := rep.Comparison[0], rep.Comparison[1]
-		rep.Targets = append(rep.Targets, floor(fmt.Sprintf("blocking makespan / plugin makespan at N=%d", p.Volumes), float64(b.Makespan/p.Makespan), 20))
+		rep.add(floor(fmt.Sprintf("blocking makespan / plugin makespan at N=%d", p.Volumes), float64(b.Makespan/p.Makespan), blockingFactor))
 	}
+}
+
+// growthTargets are the targets of the largest growth run.
+func (rep *Report) growthTargets() {
+	if len(rep.Growth) == 0 {
+		return
+	}
+	r := slices.MaxFunc(rep.Growth, func(a, b Result) int { return a.Volumes - b.Volumes })
+	rep.add(ceiling(fmt.Sprintf("EC2 calls per volume at N=%d", r.Volumes), r.CallsPerVolume(), callsPerVolume),
+		ceiling(fmt.Sprintf("one reconcile's Progress calls per open operation at N=%d, ms (median over reconciles)", r.Volumes),
+			float64(r.ProgressPerOp), float64(millis(progressPerOp))))
+}
+
+func (rep *Report) schedulesTargets() {
+	if rep.Schedules == nil {
+		return
+	}
+	r := rep.Schedules.Result
+	rep.add(ceiling("schedules: makespan / lower bound", r.Ratio, schedulesRatio),
+		ceiling("schedules: failed operations", float64(r.FailedOps), 0),
+		ceiling("schedules: peak copies in flight", float64(r.PeakCopies), copySlots),
+		ceiling("schedules: duplicates and operations completed before their copy", float64(r.Duplicates+len(r.Problems)), 0))
+}
+
+func (rep *Report) restoreTargets() {
+	if rep.Restore == nil {
+		return
+	}
+	r := rep.Restore.Result
+	rep.add(ceiling(fmt.Sprintf("restore: makespan / lower bound at N=%d", r.Volumes), r.Ratio, restoreRatio),
+		ceiling("restore: failed operations and volumes not restored", float64(r.FailedOps), 0))
+}
+
+func (rep *Report) stormTargets() {
+	if rep.Storm == nil {
+		return
+	}
+	r := rep.Storm.Result
+	rep.add(ceiling(fmt.Sprintf("storm: makespan / lower bound at N=%d", r.Volumes), r.Ratio, stormRatio),
+		ceiling("storm: longest reconcile, s", float64(r.LongestReconcile), stormReconcile.Seconds()),
+		ceiling("storm: failed operations", float64(r.FailedOps), 0))
 }
 
 // WriteJSON writes the report to path.
@@ -91,95 +195,4 @@ func (rep *Report) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// Print writes the report as tables.
-func (rep *Report) Print(w io.Writer) {
-	sc := rep.Scenario
-	fmt.Fprintf(w, "\nStandard scenario: %s\n", sc.describe())
-	fmt.Fprintf(w, "Lower bound at N=%d: %s (CreateSnapshot issue time at 100 burst + 5/s, + longest snapshot, + ceil(N/20) copy waves of the mean copy duration)\n\n", sc.Volumes, sc.LowerBound().Round(100*time.Millisecond))
-	printResults(w, rep.Strategies)
-	printCalls(w, rep.Strategies)
-	if len(rep.Comparison) == 2 {
-		fmt.Fprintf(w, "\nAt N=%d (same durations):\n", rep.Comparison[0].Volumes)
-		printResults(w, rep.Comparison)
-	}
-	for _, r := range append(rep.Strategies, rep.Comparison...) {
-		if r.Measured < r.Volumes {
-			fmt.Fprintf(w, "  %s: measured on %d volumes and scaled linearly to N (exact for a serial strategy)\n", r.Strategy, r.Measured)
-			break
-		}
-	}
-	if len(rep.Growth) > 0 {
-		fmt.Fprintf(w, "\nEC2 calls vs N for the plugin (%s):\n", rep.GrowthScenario.conditions())
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "N\tEC2 calls\tper volume\treconciles\t3N+3×reconciles\tthrottled\tfailed ops\tmakespan\t")
-		for _, r := range rep.Growth {
-			fmt.Fprintf(tw, "%d\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.1fs\t\n", r.Volumes, r.TotalCalls, float64(r.TotalCalls)/float64(r.Volumes),
-				r.Reconciles, 3*r.Volumes+3*r.Reconciles, r.Throttled, r.FailedOps, r.Makespan)
-		}
-		_ = tw.Flush()
-	}
-	fmt.Fprintln(w, "\nTargets for the plugin:")
-	for _, t := range rep.Targets {
-		verdict, op := "FAIL", "≥"
-		if t.Pass {
-			verdict = "pass"
-		}
-		if t.AtMost {
-			op = "≤"
-		}
-		fmt.Fprintf(w, "  [%s] %s: %.2f (target %s %g)\n", verdict, t.Name, t.Measured, op, t.Limit)
-	}
-}
-
-func (sc Scenario) describe() string {
-	return fmt.Sprintf("%d volumes, %s", sc.Volumes, sc.conditions())
-}
-
-func (sc Scenario) conditions() string {
-	return fmt.Sprintf("snapshots %s, copies %s, sync period %s, throttling at %g× AWS's documented rates",
-		&sc.Snapshots, &sc.Copies, sc.SyncPeriod, sc.ThrottleScale)
-}
-
-func printResults(w io.Writer, rs []Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tN\tmakespan\tbound\tratio\tEC2 calls\tthrottled\tfailed ops\tpeak copies\tpeak plugin mem\treconciles\t")
-	for _, r := range rs {
-		mem := "in-process"
-		if r.PeakMemoryBytes > 0 {
-			mem = fmt.Sprintf("%.1f MiB", float64(r.PeakMemoryBytes)/(1<<20))
-		}
-		name := r.Strategy
-		if r.Measured < r.Volumes {
-			name += fmt.Sprintf(" (scaled from %d)", r.Measured)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%.1fs\t%.2f\t%d\t%d\t%d\t%d\t%s\t%d\t\n", name, r.Volumes, r.Makespan, r.Bound, r.Ratio,
-			r.TotalCalls, r.Throttled, r.FailedOps, r.PeakCopies, mem, r.Reconciles)
-	}
-	_ = tw.Flush()
-}
-
-func printCalls(w io.Writer, rs []Result) {
-	actions := map[string]bool{}
-	for _, r := range rs {
-		for a := range r.Calls {
-			actions[a] = true
-		}
-	}
-	fmt.Fprintln(w, "\nEC2 calls by action (all outcomes, throttled included):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	names := make([]string, len(rs))
-	for i, r := range rs {
-		names[i] = r.Strategy
-	}
-	fmt.Fprintf(tw, "action\t%s\t\n", strings.Join(names, "\t"))
-	for _, a := range slices.Sorted(maps.Keys(actions)) {
-		fmt.Fprint(tw, a)
-		for _, r := range rs {
-			fmt.Fprintf(tw, "\t%d", r.Calls[a])
-		}
-		fmt.Fprintln(tw, "\t")
-	}
-	_ = tw.Flush()
 }

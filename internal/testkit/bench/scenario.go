@@ -6,17 +6,10 @@
 package bench
 
 import (
-	"math"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
-)
-
-// EC2 limits the lower bound depends on, as AWS documents them (ThrottleScale 1).
-const (
-	createSnapshotBurst = 100
-	createSnapshotRate  = 5 // per second
-	copySlots           = 20
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // Scenario is one benchmark setting, shared by every strategy.
@@ -49,6 +42,22 @@ func Standard() Scenario {
 	}
 }
 
+// Storm is the throttling storm: 300 volumes with copies, EC2's token buckets at 10% of AWS's
+// sizes and rates, second-long lifecycles (the suites' rig.FastConfig) and Velero's default
+// 10 s sync period.
+func Storm() Scenario {
+	fast := rig.FastConfig(0)
+	sc := Standard()
+	sc.Volumes, sc.Snapshots, sc.Copies = 300, fast.SnapshotDuration, fast.CopyDuration
+	sc.SyncPeriod.Duration, sc.ThrottleScale = 10*time.Second, 0.1
+	return sc
+}
+
+// newResult is an empty result of strategy on the scenario, measured on measured volumes.
+func (s Scenario) newResult(strategy string, measured int) Result {
+	return Result{Strategy: strategy, Volumes: s.Volumes, Measured: measured, ThrottleScale: s.ThrottleScale}
+}
+
 // simConfig is the simulator configuration of the scenario.
 func (s Scenario) simConfig() ec2sim.Config {
 	return ec2sim.Config{SnapshotDuration: s.Snapshots, CopyDuration: s.Copies, ThrottleScale: s.ThrottleScale,
@@ -56,26 +65,12 @@ func (s Scenario) simConfig() ec2sim.Config {
 }
 
 // LowerBound is the shortest any strategy can take: the time to issue every CreateSnapshot at
-// EC2's CreateSnapshot rate (a burst of 100, then 5 per second), plus the longest snapshot,
-// plus ceil(N/20) copy waves (the 20-copy quota) of the mean copy duration.
+// EC2's CreateSnapshot rate (a burst of 100, then 5 per second), then the copy phase, as
+// copies start after the item phase (Velero calls Progress only once the backup waits for
+// plugin operations): the longest snapshot plus ceil(N/20) copy waves (the 20-copy quota) of
+// the mean copy duration or, when longer, the time to issue every CopySnapshot at its rate (50,
+// then 5 per second) plus the mean copy duration.
 func (s Scenario) LowerBound() time.Duration {
-	scale := s.ThrottleScale
-	if scale <= 0 {
-		scale = math.Inf(1)
-	}
-	excess := math.Max(0, float64(s.Volumes)-createSnapshotBurst*scale)
-	issue := time.Duration(excess / (createSnapshotRate * scale) * float64(time.Second))
-	waves := time.Duration((s.Volumes + copySlots - 1) / copySlots)
-	return issue + longest(s.Snapshots) + waves*mean(s.Copies)
-}
-
-func longest(r ec2sim.DurationRange) time.Duration {
-	return max(r.Min.Duration, r.Max.Duration)
-}
-
-func mean(r ec2sim.DurationRange) time.Duration {
-	if r.Max.Duration == 0 {
-		return r.Min.Duration
-	}
-	return (r.Min.Duration + r.Max.Duration) / 2
+	create := newBucket(createSnapshotBurst, createSnapshotRate, s.ThrottleScale)
+	return create.issueTime(s.Volumes) + copyPhase(s.Volumes, s.Snapshots, s.Copies, s.ThrottleScale)
 }

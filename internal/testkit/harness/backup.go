@@ -73,8 +73,28 @@ type BackupResult struct {
 	// LongestReconcile is the longest time one reconcile spent in the plugin's Progress and
 	// Cancel calls: while it lasts, Velero's operations controller reconciles no other backup.
 	LongestReconcile time.Duration
+	// ReconcileTimes are the reconciles in order: how many operations each called Progress for
+	// and how long those calls took.
+	ReconcileTimes []ReconcileTime
 	// ItemPhase is the time from start to WaitingForPluginOperations; Total from start to the end.
 	ItemPhase, Total time.Duration
+}
+
+// ReconcileTime is what one reconcile of a backup spent in the plugin.
+type ReconcileTime struct {
+	// Open is the number of open operations it called Progress for, one after another.
+	Open int
+	// Took is the time of those Progress calls (and of any Cancel call), from the first call,
+	// which starts the reconcile's plugin process, to the end of the last.
+	Took time.Duration
+}
+
+// PerOperation is Took divided among the open operations; zero when none was open.
+func (r ReconcileTime) PerOperation() time.Duration {
+	if r.Open == 0 {
+		return 0
+	}
+	return r.Took / time.Duration(r.Open)
 }
 
 // Succeeded reports whether the backup ended Completed.
@@ -84,9 +104,19 @@ func (r *BackupResult) Succeeded() bool {
 
 // Backup runs a backup: the item phase (backup item actions, then the native snapshot of each
 // PV), then the operations phase until every operation is done. It returns an error only when
-// the harness itself cannot go on; a failed backup is a result with phase PartiallyFailed.
+// the harness itself cannot go on; a failed backup is a result with phase PartiallyFailed. It
+// is Backups with one backup.
 func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, error) {
-	timeout := itemOperationTimeout(req.ItemOperationTimeout)
+	b, err := c.Backups(ctx, []ScheduledBackup{{BackupRequest: req}})
+	if b == nil {
+		return nil, err
+	}
+	return b.Backups[0], err
+}
+
+// startBackup is the backup controller's part of a backup: the Backup InProgress, then its
+// item phase. The operations controller takes it on from there.
+func (c *Core) startBackup(req BackupRequest) (*BackupResult, error) {
 	start := time.Now()
 	backup := &velerov1api.Backup{
 		TypeMeta: metav1.TypeMeta{APIVersion: velerov1api.SchemeGroupVersion.String(), Kind: "Backup"},
@@ -94,7 +124,7 @@ func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, er
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: req.Name, Labels: req.Labels, UID: uuid.NewUUID()},
 		Spec: velerov1api.BackupSpec{
 			VolumeSnapshotLocations: []string{req.Location.Name},
-			ItemOperationTimeout:    metav1.Duration{Duration: timeout},
+			ItemOperationTimeout:    metav1.Duration{Duration: itemOperationTimeout(req.ItemOperationTimeout)},
 		},
 		Status: velerov1api.BackupStatus{Phase: velerov1api.BackupPhaseInProgress, StartTimestamp: &metav1.Time{Time: start}},
 	}
@@ -103,12 +133,15 @@ func (c *Core) Backup(ctx context.Context, req BackupRequest) (*BackupResult, er
 	if err := c.backupItems(req, res); err != nil {
 		return nil, err
 	}
-	res.ItemPhase = time.Since(start)
 	backup.Status.BackupItemOperationsAttempted = len(res.Operations)
 	backup.Status.Errors = len(res.ItemErrors)
-	var err error
-	res.OperationErrors, err = c.waitAndFinalize(ctx, backupRun{res, start}, backupOps{backup: backup}, timeout)
-	return res, err
+	return res, nil
+}
+
+// waitForBackup hands a backup whose item phase has ended to the operations controller.
+func (oc *operationsController) waitForBackup(res *BackupResult) {
+	b := res.Backup
+	oc.add(backupRun{res, b.Status.StartTimestamp.Time}, backupOps{backup: b}, b.Spec.ItemOperationTimeout.Duration)
 }
 
 // backupItems is the item phase, one plugin manager for all items as in a backup run.
@@ -236,6 +269,8 @@ type backupRun struct {
 	start time.Time
 }
 
+func (b backupRun) endItemPhase(at time.Time) { b.res.ItemPhase = at.Sub(b.start) }
+
 func (b backupRun) enter(s stage) {
 	st := &b.res.Backup.Status
 	st.Phase = phaseOf(s, st.Errors > 0, velerov1api.BackupPhaseWaitingForPluginOperations,
@@ -246,8 +281,10 @@ func (b backupRun) record(reconcile int, t tally) {
 	st := &b.res.Backup.Status
 	st.BackupItemOperationsCompleted, st.BackupItemOperationsFailed = t.completed, t.failed
 	st.Errors += len(t.errs)
+	b.res.OperationErrors = append(b.res.OperationErrors, t.errs...)
 	b.res.Reconciles = reconcile
 	b.res.LongestReconcile = max(b.res.LongestReconcile, t.took)
+	b.res.ReconcileTimes = append(b.res.ReconcileTimes, ReconcileTime{Open: t.open, Took: t.took})
 }
 
 func (b backupRun) finish() {

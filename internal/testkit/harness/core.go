@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -59,9 +60,15 @@ type Core struct {
 	Hooks Hooks
 	// Observer, if set, sees the state after the item phase and after every reconcile.
 	Observer Observer
+
+	// observing makes the backup controller and the operations controller, which run at once
+	// when several backups do, call Observer one at a time.
+	observing sync.Mutex
 }
 
-// Hooks run inside the operation loop; nil hooks are skipped.
+// Hooks run inside the operation loop; nil hooks are skipped. When several backups run at once
+// (Backups), n counts the reconciles of the backup concerned, and AfterItem, which runs in the
+// backup controller, may run while the others run in the operations controller.
 type Hooks struct {
 	// AfterItem runs in the item phase after the i-th PV (counting from 0) is backed up.
 	AfterItem func(i int)
@@ -99,6 +106,8 @@ func (c *Core) workers() int {
 }
 
 func (c *Core) observe(s Status) {
+	c.observing.Lock()
+	defer c.observing.Unlock()
 	if c.Observer != nil {
 		c.Observer.Observe(s)
 	}

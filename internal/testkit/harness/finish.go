@@ -42,6 +42,8 @@ func phaseOf[P any](s stage, partial bool, wait, waitPartial, final, finalPartia
 
 // run is a backup or restore as core's operations controller moves it on.
 type run interface {
+	// endItemPhase records when the item phase ended: the run enters WaitingForPluginOperations.
+	endItemPhase(at time.Time)
 	// enter sets the phase of the stage, partially failed when errors were recorded.
 	enter(s stage)
 	// record takes a reconcile's tally: the operations' counts, its errors, its time.
@@ -55,27 +57,20 @@ type run interface {
 }
 
 // waitAndFinalize is core after the item phase of a backup or restore: it waits in
-// WaitingForPluginOperations for every operation (as the backup and restore operations
-// controllers do), then ends Completed, or PartiallyFailed when anything failed. It returns
-// the errors of failed operations.
-func (c *Core) waitAndFinalize(ctx context.Context, r run, cl operationClient, timeout time.Duration) ([]string, error) {
-	r.enter(waiting)
-	c.observe(r.status())
-	var errs []string
-	if ops := r.operations(); len(ops) > 0 {
-		var err error
-		errs, err = c.waitForOperations(ctx, cl, ops, timeout, func(n int, t tally) {
-			r.record(n, t)
-			r.enter(waiting)
-			c.observe(r.status())
-		})
-		if err != nil {
-			return errs, err
-		}
-	}
-	// Core passes through Finalizing; without finalize actions that changes nothing here.
+// WaitingForPluginOperations for every operation, reconciled by an operations controller of
+// its own from the end of the item phase on, then ends Completed, or PartiallyFailed when
+// anything failed.
+func (c *Core) waitAndFinalize(ctx context.Context, r run, cl operationClient, timeout time.Duration) error {
+	oc := c.newOperationsController(time.Now())
+	oc.add(r, cl, timeout)
+	oc.close()
+	return oc.run(ctx)
+}
+
+// finalize ends a run whose operations are all done. Core passes through Finalizing; without
+// finalize actions that changes nothing here.
+func (c *Core) finalize(r run) {
 	r.enter(done)
 	r.finish()
 	c.observe(r.status())
-	return errs, nil
 }

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -47,6 +46,8 @@ type tally struct {
 	inProgress        bool
 	completed, failed int
 	errs              []string
+	// open counts the operations the reconcile called Progress for.
+	open int
 	// took is how long the reconcile's Progress and Cancel calls took, one after another.
 	took time.Duration
 }
@@ -55,7 +56,6 @@ type tally struct {
 // getBackupItemOperationProgress (the restore operations controller applies the same).
 func (c *Core) progressAll(m PluginManager, cl operationClient, ops []*Operation, timeout time.Duration, reconcile int) tally {
 	var t tally
-	open := 0
 	for _, op := range ops {
 		switch op.Status.Phase {
 		case itemoperation.OperationPhaseCompleted:
@@ -66,9 +66,9 @@ func (c *Core) progressAll(m PluginManager, cl operationClient, ops []*Operation
 			continue
 		}
 		if c.Hooks.BeforeProgress != nil {
-			c.Hooks.BeforeProgress(reconcile, open)
+			c.Hooks.BeforeProgress(reconcile, t.open)
 		}
-		open++
+		t.open++
 		p, err := cl.progress(m, op)
 		if err != nil {
 			t.fail(op, err.Error())
@@ -121,29 +121,17 @@ func (o *Operation) record(p velero.OperationProgress) {
 	}
 }
 
-// waitForOperations reconciles every sync period, each time through a fresh plugin manager,
-// until no operation is open. report runs after every reconcile n. It returns the errors of
-// failed operations.
-func (c *Core) waitForOperations(ctx context.Context, cl operationClient, ops []*Operation, timeout time.Duration, report func(n int, t tally)) ([]string, error) {
-	var errs []string
-	for n := 1; ; n++ {
-		select {
-		case <-ctx.Done():
-			return errs, ctx.Err()
-		case <-time.After(c.syncPeriod()):
-		}
-		if c.Hooks.BeforeReconcile != nil {
-			c.Hooks.BeforeReconcile(n)
-		}
-		m := c.Plugins()
-		start := time.Now()
-		t := c.progressAll(m, cl, ops, timeout, n)
-		t.took = time.Since(start)
-		m.CleanupClients()
-		errs = append(errs, t.errs...)
-		report(n, t)
-		if !t.inProgress {
-			return errs, nil
-		}
+// reconcile is reconcile n of one backup or restore, as the operations controller makes it:
+// a fresh plugin manager, Progress for each open operation one after another (timed), then
+// CleanupClients.
+func (c *Core) reconcile(cl operationClient, ops []*Operation, timeout time.Duration, n int) tally {
+	if c.Hooks.BeforeReconcile != nil {
+		c.Hooks.BeforeReconcile(n)
 	}
+	m := c.Plugins()
+	defer m.CleanupClients()
+	start := time.Now()
+	t := c.progressAll(m, cl, ops, timeout, n)
+	t.took = time.Since(start)
+	return t
 }

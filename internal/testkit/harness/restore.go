@@ -70,12 +70,9 @@ func (c *Core) Restore(ctx context.Context, req RestoreRequest) (*RestoreResult,
 	if err := c.restoreItems(req, res); err != nil {
 		return nil, err
 	}
-	res.ItemPhase = time.Since(start)
 	restore.Status.RestoreItemOperationsAttempted = len(res.Operations)
 	restore.Status.Errors = len(res.ItemErrors)
-	var err error
-	res.OperationErrors, err = c.waitAndFinalize(ctx, restoreRun{res, start}, restoreOps{restore: restore}, timeout)
-	return res, err
+	return res, c.waitAndFinalize(ctx, restoreRun{res, start}, restoreOps{restore: restore}, timeout)
 }
 
 func (c *Core) restoreItems(req RestoreRequest, res *RestoreResult) error {
@@ -190,6 +187,8 @@ type restoreRun struct {
 	start time.Time
 }
 
+func (r restoreRun) endItemPhase(at time.Time) { r.res.ItemPhase = at.Sub(r.start) }
+
 func (r restoreRun) enter(s stage) {
 	st := &r.res.Restore.Status
 	st.Phase = phaseOf(s, st.Errors > 0, velerov1api.RestorePhaseWaitingForPluginOperations,
@@ -200,6 +199,7 @@ func (r restoreRun) record(reconcile int, t tally) {
 	st := &r.res.Restore.Status
 	st.RestoreItemOperationsCompleted, st.RestoreItemOperationsFailed = t.completed, t.failed
 	st.Errors += len(t.errs)
+	r.res.OperationErrors = append(r.res.OperationErrors, t.errs...)
 	r.res.Reconciles = reconcile
 }
 

@@ -151,13 +151,20 @@ func (r *Rig) Backup(ctx context.Context, res *Result, name string, loc *velerov
 // checked the moment core sees it complete: its snapshot (and copy) must then be completed in
 // the simulator, or it completed early.
 func (r *Rig) BackupPVs(ctx context.Context, res *Result, req harness.BackupRequest) (*harness.BackupResult, error) {
-	early := &earlyCheck{rig: r, res: res, backup: req.Name, copyTo: req.Location.Spec.Config[ebs.ConfigCopyToRegion], seen: map[*harness.Operation]bool{}}
-	r.Core.Observer = early
+	r.Core.Observer = r.earlyCheck(res, req)
 	defer func() { r.Core.Observer = nil }()
 	b, err := r.Core.Backup(ctx, req)
 	if err != nil {
 		return b, fmt.Errorf("backup %s: %w", req.Name, err)
 	}
+	r.record(res, b)
+	return b, nil
+}
+
+// record adds to res a finished backup's operations started and failed, its item errors and
+// the duplicates it made, and logs a line on it.
+func (r *Rig) record(res *Result, b *harness.BackupResult) {
+	name := b.Backup.Name
 	res.Operations += len(b.Operations)
 	res.LongestReconcile = max(res.LongestReconcile, b.LongestReconcile)
 	for _, op := range b.Operations {
@@ -166,12 +173,16 @@ func (r *Rig) BackupPVs(ctx context.Context, res *Result, req harness.BackupRequ
 		}
 	}
 	for _, e := range b.ItemErrors {
-		res.Problemf("backup %s: item error: %s", req.Name, e)
+		res.Problemf("backup %s: item error: %s", name, e)
 	}
-	res.Duplicates += Duplicates(r.Sim, req.Name)
-	r.env.Logf("  backup %s: %s, %d operations, %d failed, %d reconciles, %s", req.Name, b.Backup.Status.Phase,
+	res.Duplicates += Duplicates(r.Sim, name)
+	r.env.Logf("  backup %s: %s, %d operations, %d failed, %d reconciles, %s", name, b.Backup.Status.Phase,
 		len(b.Operations), b.Backup.Status.BackupItemOperationsFailed, b.Reconciles, b.Total.Round(100*time.Millisecond))
-	return b, nil
+}
+
+// earlyCheck returns the check of req's operations as core sees them complete.
+func (r *Rig) earlyCheck(res *Result, req harness.BackupRequest) *earlyCheck {
+	return &earlyCheck{rig: r, res: res, backup: req.Name, copyTo: req.Location.Spec.Config[ebs.ConfigCopyToRegion], seen: map[*harness.Operation]bool{}}
 }
 
 // earlyCheck is a harness.Observer that checks each operation when it is first seen completed.

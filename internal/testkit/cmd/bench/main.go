@@ -1,6 +1,8 @@
-// Command bench measures a backup with cross-region copies for this plugin, a blocking
-// baseline and a naive asynchronous baseline against the same simulated EC2, prints a table
-// and writes the figures as JSON. Targets are reported, never enforced by the exit code.
+// Command bench measures backups with cross-region copies for this plugin, a blocking
+// baseline and a naive asynchronous baseline against the same simulated EC2, then several
+// schedules' backups at once, a large restore in the copy region and a throttling storm; it
+// prints tables and writes the figures as JSON. Targets are reported, never enforced by the
+// exit code.
 package main
 
 import (
@@ -24,22 +26,52 @@ func main() {
 		BlockingVolumes: 3,
 		CompareVolumes:  100,
 		GrowthScenario:  bench.Standard(),
-		Growth:          []int{10, 100, 1000},
+		Growth:          []int{10, 100, 1000, 5000},
+		Schedules:       bench.StandardSchedules(),
+		Restore:         bench.StandardRestore(),
+		Storm:           bench.Storm(),
 		Progress:        os.Stderr,
 	}
 	o.GrowthScenario.Snapshots = ec2sim.Range(time.Second, 2*time.Second)
 	o.GrowthScenario.Copies = ec2sim.Range(time.Second, 2*time.Second)
+	var err error
 	out := "bench-results.json"
+	var only, skip string
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&out, "out", out, "where to write the results as JSON")
+	fs.StringVar(&only, "only", "", fmt.Sprintf("comma-separated sections to run, of %s (default all)", strings.Join(bench.Sections, ",")))
+	fs.StringVar(&skip, "skip", "", "comma-separated sections not to run")
+	standardFlags(fs, &o)
+	growthFlags(fs, &o)
+	schedulesFlags(fs, &o.Schedules)
+	restoreFlags(fs, &o.Restore)
+	stormFlags(fs, &o.Storm)
+	_ = fs.Parse(os.Args[1:])
+	o.GrowthScenario.SyncPeriod, o.GrowthScenario.ThrottleScale = o.Scenario.SyncPeriod, o.Scenario.ThrottleScale
+	if o.Skip, err = skipped(only, skip); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	rig.PluginArgs()
+	if err := run(o, out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func standardFlags(fs *flag.FlagSet, o *bench.Options) {
 	fs.IntVar(&o.Scenario.Volumes, "volumes", o.Scenario.Volumes, "volumes in the standard scenario")
 	fs.Var(&o.Scenario.Snapshots, "snapshot-duration", "snapshot duration in the standard scenario, MIN-MAX")
 	fs.Var(&o.Scenario.Copies, "copy-duration", "copy duration in the standard scenario, MIN-MAX")
-	fs.DurationVar(&o.Scenario.SyncPeriod.Duration, "sync-period", o.Scenario.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency")
-	fs.Float64Var(&o.Scenario.ThrottleScale, "throttle-scale", o.Scenario.ThrottleScale, "EC2 request rates as a multiple of AWS's")
+	fs.DurationVar(&o.Scenario.SyncPeriod.Duration, "sync-period", o.Scenario.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency (standard and growth)")
+	fs.Float64Var(&o.Scenario.ThrottleScale, "throttle-scale", o.Scenario.ThrottleScale, "EC2 request rates as a multiple of AWS's (standard and growth)")
 	fs.IntVar(&o.BlockingVolumes, "blocking-volumes", o.BlockingVolumes, "volumes the blocking baseline really backs up (scaled linearly)")
 	fs.IntVar(&o.CompareVolumes, "compare-volumes", o.CompareVolumes, "volume count of the plugin-versus-blocking comparison (0: skip)")
-	fs.Func("growth", "comma-separated volume counts of the EC2-calls growth runs (default 10,100,1000)", func(v string) error {
+}
+
+func growthFlags(fs *flag.FlagSet, o *bench.Options) {
+	fs.Func("growth", "comma-separated volume counts of the growth runs (default 10,100,1000,5000; 5000 alone takes over half an hour,"+
+		" as the plugin paces its CreateSnapshot and CopySnapshot requests at AWS's 5 a second)", func(v string) error {
 		o.Growth = nil
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -52,13 +84,55 @@ func main() {
 	})
 	fs.Var(&o.GrowthScenario.Snapshots, "growth-snapshot-duration", "snapshot duration of the growth runs")
 	fs.Var(&o.GrowthScenario.Copies, "growth-copy-duration", "copy duration of the growth runs")
-	_ = fs.Parse(os.Args[1:])
-	o.GrowthScenario.SyncPeriod, o.GrowthScenario.ThrottleScale = o.Scenario.SyncPeriod, o.Scenario.ThrottleScale
-	rig.PluginArgs()
-	if err := run(o, out); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+}
+
+func schedulesFlags(fs *flag.FlagSet, s *bench.Schedules) {
+	fs.IntVar(&s.Backups, "schedules", s.Backups, "schedules (backups) in the schedules scenario")
+	fs.IntVar(&s.Volumes, "schedule-volumes", s.Volumes, "volumes of each schedule's backup")
+	fs.DurationVar(&s.Every.Duration, "schedule-every", s.Every.Duration, "time between one schedule's backup and the next one's, before scaling")
+	fs.Var(&s.Snapshots, "schedule-snapshot-duration", "snapshot duration in the schedules scenario before scaling, MIN-MAX")
+	fs.Var(&s.Copies, "schedule-copy-duration", "copy duration in the schedules scenario before scaling, MIN-MAX")
+	fs.DurationVar(&s.SyncPeriod.Duration, "schedule-sync-period", s.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency in the schedules scenario, before scaling")
+	fs.Float64Var(&s.TimeScale, "schedule-time-scale", s.TimeScale, "factor every duration of the schedules scenario is multiplied by in the run")
+	fs.Float64Var(&s.ThrottleScale, "schedule-throttle-scale", s.ThrottleScale, "EC2 request rates in the schedules scenario as a multiple of AWS's")
+}
+
+func restoreFlags(fs *flag.FlagSet, s *bench.Restore) {
+	fs.IntVar(&s.Volumes, "restore-volumes", s.Volumes, "volumes restored in the restore scenario")
+	fs.Var(&s.Available, "restore-available", "time a restored volume takes to become available, D or MIN-MAX")
+	fs.DurationVar(&s.SyncPeriod.Duration, "restore-sync-period", s.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency in the restore scenario")
+}
+
+func stormFlags(fs *flag.FlagSet, s *bench.Scenario) {
+	fs.IntVar(&s.Volumes, "storm-volumes", s.Volumes, "volumes in the storm scenario")
+	fs.DurationVar(&s.SyncPeriod.Duration, "storm-sync-period", s.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency in the storm scenario")
+	fs.Float64Var(&s.ThrottleScale, "storm-throttle-scale", s.ThrottleScale, "EC2 request rates in the storm scenario as a multiple of AWS's")
+}
+
+// skipped is the set of sections not to run: those not in only (when given) and those in skip.
+func skipped(only, skip string) (map[string]bool, error) {
+	out, err := bench.ParseSections(list(skip))
+	if err != nil || only == "" {
+		return out, err
 	}
+	wanted, err := bench.ParseSections(list(only))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range bench.Sections {
+		if !wanted[s] {
+			out[s] = true
+		}
+	}
+	return out, nil
+}
+
+// list splits a comma-separated flag value; empty for "".
+func list(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 func run(o bench.Options, out string) error {

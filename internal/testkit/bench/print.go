@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
+)
+
+// boundRounding is how finely lower bounds are printed.
+const boundRounding = 100 * time.Millisecond
+
+// Print writes the report as tables, the targets last.
+func (rep *Report) Print(w io.Writer) {
+	rep.printStandard(w)
+	rep.printGrowth(w)
+	rep.printSchedules(w)
+	rep.printRestore(w)
+	rep.printStorm(w)
+	fmt.Fprintln(w, "\nTargets for the plugin:")
+	for _, t := range rep.Targets {
+		verdict, op := "FAIL", "≥"
+		if t.Pass {
+			verdict = "pass"
+		}
+		if t.AtMost {
+			op = "≤"
+		}
+		line := fmt.Sprintf("  [%s] %s: %.2f (target %s %g)", verdict, t.Name, t.Measured, op, t.Limit)
+		if miss := t.Miss(); miss != "" {
+			line += ": " + miss
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func (rep *Report) printStandard(w io.Writer) {
+	sc := rep.Scenario
+	if sc == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nStandard scenario: %s\n", sc.describe())
+	fmt.Fprintf(w, "Lower bound at N=%d: %s (%s)\n\n", sc.Volumes, sc.LowerBound().Round(boundRounding), backupBoundText)
+	printResults(w, rep.Strategies)
+	printCalls(w, rep.Strategies)
+	if len(rep.Comparison) == 2 {
+		fmt.Fprintf(w, "\nAt N=%d (same durations):\n", rep.Comparison[0].Volumes)
+		printResults(w, rep.Comparison)
+	}
+	for _, r := range append(slices.Clone(rep.Strategies), rep.Comparison...) {
+		if r.Measured < r.Volumes {
+			fmt.Fprintf(w, "  %s: measured on %d volumes and scaled linearly to N (exact for a serial strategy)\n", r.Strategy, r.Measured)
+			break
+		}
+	}
+}
+
+// backupBoundText says how Scenario.LowerBound is made.
+const backupBoundText = "CreateSnapshot issue time at 100 burst + 5/s, then the longest snapshot + ceil(N/20) copy waves " +
+	"of the mean copy duration or, when longer, the CopySnapshot issue time at 50 + 5/s + the mean copy duration; " +
+	"bursts and rates × the throttle scale"
+
+func (rep *Report) printGrowth(w io.Writer) {
+	if len(rep.Growth) == 0 {
+		return
+	}
+	g := rep.GrowthScenario
+	fmt.Fprintf(w, "\nThe plugin as N grows (snapshots %s, copies %s, sync period %s):\n", &g.Snapshots, &g.Copies, g.SyncPeriod)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "N\trates\tEC2 calls\tper volume\treconciles\t3N+3×reconciles\tthrottled\tfailed ops\tmakespan\tpeak plugin mem\tProgress/op median\tbusiest\tlongest reconcile\t")
+	for _, r := range rep.Growth {
+		fmt.Fprintf(tw, "%d\t%g×\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%.2f ms\t%.2f ms\t%.1fs\t\n", r.Volumes, r.ThrottleScale, r.TotalCalls,
+			r.CallsPerVolume(), r.Reconciles, 3*r.Volumes+3*r.Reconciles, r.Throttled, r.FailedOps, r.Makespan, memory(r),
+			r.ProgressPerOp, r.ProgressPerOpBusiest, r.LongestReconcile)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "  rates: EC2's request rates and bursts as a multiple of AWS's. Progress/op: the time of one reconcile's Progress calls"+
+		" (made one after another, the first one starting the reconcile's plugin process) divided by the operations open; the median"+
+		" over the backup's reconciles, and for its busiest reconcile (the most operations open)")
+}
+
+func (rep *Report) printSchedules(w io.Writer) {
+	if rep.Schedules == nil {
+		return
+	}
+	s, r := rep.Schedules.Scenario, rep.Schedules.Result
+	run := s.scaled()
+	fmt.Fprintf(w, "\nSchedules: %d backups of %d volumes each (PVs of their own), created %s apart, copies to %s; snapshots %s, copies %s,"+
+		" sync period %s; every duration × %g in the run (%s apart, snapshots %s, copies %s, sync period %s); EC2 at %g× AWS's rates, not scaled\n",
+		s.Backups, s.Volumes, s.Every, rig.CopyRegion, &s.Snapshots, &s.Copies, s.SyncPeriod, s.TimeScale,
+		run.Every, &run.Snapshots, &run.Copies, run.SyncPeriod, s.ThrottleScale)
+	fmt.Fprintf(w, "Lower bound: %s (one item phase at a time, all drawing on one CreateSnapshot bucket of 100 + 5/s; for each backup k, the"+
+		" earliest end of its item phase + the copy phase of the volumes of backups k and later (the longest snapshot + their copy"+
+		" waves through the account's 20 slots, or their CopySnapshot issue time + a copy); the largest over k)\n\n", s.LowerBound().Round(boundRounding))
+	printResults(w, []Result{r.Result})
+	each := make([]string, len(r.BackupSeconds))
+	for i, b := range r.BackupSeconds {
+		each[i] = fmt.Sprintf("%.1fs", b)
+	}
+	fmt.Fprintf(w, "  each backup from its start to its end: %s\n", strings.Join(each, ", "))
+	fmt.Fprintf(w, "  %d passes of the operations controller, at most %d backups in one, longest pass %.1fs, longest reconcile %.1fs;"+
+		" Progress per open operation %.2f ms median (busiest reconcile %.2f ms); %d duplicates; %d operations completed before their copy\n",
+		r.Passes, r.MostInOnePass, r.LongestPass, r.LongestReconcile, r.ProgressPerOp, r.ProgressPerOpBusiest, r.Duplicates, len(r.Problems))
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "    %s\n", p)
+	}
+}
+
+func (rep *Report) printRestore(w io.Writer) {
+	if rep.Restore == nil {
+		return
+	}
+	s, r := rep.Restore.Scenario, rep.Restore.Result
+	fmt.Fprintf(w, "\nRestore: %d volumes restored at once in %s from their copies, each available %s after CreateVolume, sync period %s, EC2 at %g× AWS's rates\n",
+		s.Volumes, rig.CopyRegion, &s.Available, s.SyncPeriod, s.ThrottleScale)
+	fmt.Fprintf(w, "Lower bound: %s (CreateVolume issue time at 100 burst + 5/s, + the longest time a volume takes to become available)\n\n",
+		s.LowerBound().Round(boundRounding))
+	printResults(w, []Result{r})
+	printCalls(w, []Result{r})
+}
+
+func (rep *Report) printStorm(w io.Writer) {
+	if rep.Storm == nil {
+		return
+	}
+	s, r := rep.Storm.Scenario, rep.Storm.Result
+	fmt.Fprintf(w, "\nStorm: %s (token buckets' sizes and refill rates)\n", s.describe())
+	fmt.Fprintf(w, "Lower bound: %s (%s)\n\n", s.LowerBound().Round(boundRounding), backupBoundText)
+	printResults(w, []Result{r})
+}
+
+func (sc Scenario) describe() string {
+	return fmt.Sprintf("%d volumes, %s", sc.Volumes, sc.conditions())
+}
+
+func (sc Scenario) conditions() string {
+	return fmt.Sprintf("snapshots %s, copies %s, sync period %s, throttling at %g× AWS's documented rates",
+		&sc.Snapshots, &sc.Copies, sc.SyncPeriod, sc.ThrottleScale)
+}
+
+// memory is a result's peak plugin memory as the tables show it.
+func memory(r Result) string {
+	if r.PeakMemoryBytes <= 0 {
+		return "in-process"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(r.PeakMemoryBytes)/(1<<20))
+}
+
+func printResults(w io.Writer, rs []Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tN\tmakespan\tbound\tratio\tEC2 calls\tthrottled\tfailed ops\tpeak copies\tpeak plugin mem\treconciles\tlongest reconcile\t")
+	for _, r := range rs {
+		name := r.Strategy
+		if r.Measured < r.Volumes {
+			name += fmt.Sprintf(" (scaled from %d)", r.Measured)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%.1fs\t%.2f\t%d\t%d\t%d\t%d\t%s\t%d\t%.1fs\t\n", name, r.Volumes, r.Makespan, r.Bound, r.Ratio,
+			r.TotalCalls, r.Throttled, r.FailedOps, r.PeakCopies, memory(r), r.Reconciles, r.LongestReconcile)
+	}
+	_ = tw.Flush()
+}
+
+func printCalls(w io.Writer, rs []Result) {
+	actions := map[string]bool{}
+	for _, r := range rs {
+		for a := range r.Calls {
+			actions[a] = true
+		}
+	}
+	fmt.Fprintln(w, "\nEC2 calls by action (all outcomes, throttled included):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Strategy
+	}
+	fmt.Fprintf(tw, "action\t%s\t\n", strings.Join(names, "\t"))
+	for _, a := range slices.Sorted(maps.Keys(actions)) {
+		fmt.Fprint(tw, a)
+		for _, r := range rs {
+			fmt.Fprintf(tw, "\t%d", r.Calls[a])
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	_ = tw.Flush()
+}
