@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
+
+// execWait bounds how long a started child takes to exec its binary.
+const execWait = 5 * time.Second
 
 func TestFindsEnvironsAndKillsAChild(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
@@ -25,9 +29,14 @@ func TestFindsEnvironsAndKillsAChild(t *testing.T) {
 	if !slices.Contains(Children(os.Getpid()), pid) {
 		t.Fatalf("Children(%d) lacks %d", os.Getpid(), pid)
 	}
-	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	if got := Running(os.Getpid(), exe); !slices.Equal(got, []int{pid}) {
-		t.Errorf("Running(%s) = %v, want [%d]", exe, got, pid)
+	// Start returns once the child is forked, maybe before it has exec'd sleep: wait for that.
+	deadline := time.Now().Add(execWait)
+	for !slices.Equal(Running(os.Getpid(), sleep), []int{pid}) {
+		if time.Now().After(deadline) {
+			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			t.Fatalf("Running(%s) = %v after %s, want [%d] (its executable is %s)", sleep, Running(os.Getpid(), sleep), execWait, pid, exe)
+		}
+		time.Sleep(reapPoll)
 	}
 	if got := Running(os.Getpid(), "/no/such/binary"); len(got) != 0 {
 		t.Errorf("Running(/no/such/binary) = %v", got)
