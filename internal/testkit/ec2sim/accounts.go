@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,10 @@ type Account struct {
 	AccessKeys []AccessKey `json:"accessKeys,omitempty"`
 	// Regions are the regions enabled for the account; empty enables every region.
 	Regions []string `json:"regions,omitempty"`
+	// AllowedActions, when not empty, are the only EC2 actions the account's callers may call
+	// (its IAM policy); any other gets 403 UnauthorizedOperation. Config.AllowedActions applies
+	// on top.
+	AllowedActions []string `json:"allowedActions,omitempty"`
 }
 
 // AccessKey is a long-term access key pair.
@@ -40,9 +45,10 @@ type Role struct {
 	Account string `json:"account,omitempty"`
 }
 
-// Validate reports the first inconsistency in the accounts, roles and seeded volumes' accounts:
+// Validate reports the first inconsistency in the accounts, roles, KMS keys and seeded volumes:
 // malformed or duplicate account IDs, empty or duplicate access keys, malformed or duplicate
-// role ARNs, and roles or volumes naming an account that is not configured.
+// role ARNs or KMS key ARNs, roles, keys or volumes naming an account that is not configured,
+// and volumes encrypted under a configured key their owner may not use.
 func (c Config) Validate() error {
 	accounts := map[string]bool{}
 	keys := map[string]bool{}
@@ -82,10 +88,25 @@ func (c Config) Validate() error {
 		}
 		roles[r.ARN] = true
 	}
+	if err := c.validateKMSKeys(known); err != nil {
+		return err
+	}
+	kmsKeys := newKeyring(c.KMSKeys)
+	defaultOwner := DefaultAccountID
+	if len(c.Accounts) > 0 {
+		defaultOwner = c.Accounts[0].ID
+	}
 	for name, rc := range c.Regions {
 		for _, v := range rc.Volumes {
 			if v.Account != "" && !known(v.Account) {
 				return fmt.Errorf("region %s: volume %q: account %s is not configured", name, v.ID, v.Account)
+			}
+			if _, configured := kmsKeys[v.KmsKeyID]; !configured {
+				continue
+			}
+			owner := cmp.Or(v.Account, defaultOwner)
+			if p := kmsKeys.problem(v.KmsKeyID, owner, name, owner); p != "" {
+				return fmt.Errorf("region %s: volume %q: %s", name, v.ID, p)
 			}
 		}
 	}
@@ -148,6 +169,8 @@ type identities struct {
 	roles   map[string]string // role ARN -> account
 	// sessions maps the access key IDs STS issued to their credentials.
 	sessions map[string]credential
+	// allowed maps an account ID to the only actions its callers may call; absent: any.
+	allowed map[string]map[string]bool
 }
 
 // newIdentities indexes cfg's accounts and roles. Later duplicates lose to earlier ones; Validate
@@ -157,6 +180,7 @@ func newIdentities(cfg Config) identities {
 		on: len(cfg.Accounts) > 0, defaultAccount: DefaultAccountID,
 		regions: map[string]map[string]bool{}, keys: map[string]credential{},
 		roles: map[string]string{}, sessions: map[string]credential{},
+		allowed: map[string]map[string]bool{},
 	}
 	if id.on {
 		id.defaultAccount = cfg.Accounts[0].ID
@@ -173,6 +197,9 @@ func newIdentities(cfg Config) identities {
 			}
 		}
 		id.regions[a.ID] = enabled
+		if set := actionSet(a.AllowedActions); set != nil {
+			id.allowed[a.ID] = set
+		}
 		for _, k := range a.AccessKeys {
 			if _, dup := id.keys[k.AccessKeyID]; !dup {
 				id.keys[k.AccessKeyID] = credential{account: a.ID, secret: k.SecretAccessKey}
@@ -211,6 +238,28 @@ func (id *identities) lookup(accessKeyID string) (credential, bool) {
 	}
 	c, ok := id.sessions[accessKeyID]
 	return c, ok
+}
+
+// actionSet makes a set of action names; nil for an empty list, which allows every action.
+func actionSet(actions []string) map[string]bool {
+	if len(actions) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(actions))
+	for _, a := range actions {
+		set[a] = true
+	}
+	return set
+}
+
+// authorized reports whether account's callers may call action: both the global allow-list
+// and the account's own admit it.
+func (s *Simulator) authorized(account, action string) bool {
+	if s.allowed != nil && !s.allowed[action] {
+		return false
+	}
+	set := s.ids.allowed[account]
+	return set == nil || set[action]
 }
 
 // DefaultAccount is the account the account-less Go API and admin requests act on: the first

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"net/url"
 	"slices"
 	"sort"
@@ -53,13 +54,14 @@ func (s *Simulator) createSnapshot(r *region, q *request) ([]byte, *apiError) {
 	r.addSnapshot(sn)
 	r.lastCreate[volID] = q.now
 	w := newResponse(q.action, q.requestID)
-	writeSnapshotFields(w, sn, q.now)
+	writeSnapshotFields(w, sn, q.now, r.account)
 	return w.finish(q.action), nil
 }
 
-// writeSnapshotFields writes a snapshot's elements: the ones that change with time, then the
-// rest from a cache that tag changes clear.
-func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time) {
+// writeSnapshotFields writes a snapshot's elements as viewer (an account) sees them: the ones
+// that change with time, then the rest from a cache that tag changes clear. Tags belong to the
+// owner: other accounts do not see them.
+func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time, viewer string) {
 	w.elem("status", sn.state(now))
 	w.elemNonEmpty("statusMessage", sn.statusMessage(now))
 	w.elem("progress", sn.progress(now))
@@ -80,8 +82,13 @@ func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time) {
 		if sn.isCopy() {
 			c.elem("transferType", "standard") // EC2 reports it for copies only
 		}
+		sn.tagsAt = c.Len()
 		c.tagSet(sn.tags)
 		sn.xml = c.Bytes()
+	}
+	if viewer != sn.owner {
+		w.Write(sn.xml[:sn.tagsAt])
+		return
 	}
 	w.Write(sn.xml)
 }
@@ -98,14 +105,12 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 		}
 	}
 	ids := q.list("SnapshotId")
+	scope := newSnapshotScope(r.account, q)
 	var candidates []*snapshot
 	checks := filters // the filters candidates still have to pass
 	if len(ids) > 0 {
 		for _, id := range ids {
-			sn, err := r.lookupSnapshot(id)
-			if err == nil && q.now.Before(sn.visibleAt) {
-				err = clientError("InvalidSnapshot.NotFound", "The snapshot '%s' does not exist.", id)
-			}
+			sn, err := s.visibleSnapshot(r, id, q.now)
 			if err != nil {
 				return nil, err
 			}
@@ -117,13 +122,8 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 		if used >= 0 {
 			checks = slices.Delete(slices.Clone(filters), used, used+1)
 		}
-	}
-	ownedBySelf := true
-	for _, o := range q.list("Owner") {
-		ownedBySelf = false
-		if o == "self" || o == r.account {
-			ownedBySelf = true
-			break
+		if scope.reachesOthers() && !hasTagFilter(filters) {
+			candidates = withShared(candidates, s.sharedSnapshots(r.account, r.name, q.now))
 		}
 	}
 	w := newResponse(q.action, q.requestID)
@@ -131,7 +131,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 	n := 0
 	seen := make(map[string]bool, len(ids))
 	for _, sn := range candidates {
-		if sn.seq < start || q.now.Before(sn.visibleAt) || !ownedBySelf || seen[sn.id] {
+		if sn.seq < start || q.now.Before(sn.visibleAt) || !scope.admits(sn) || seen[sn.id] {
 			continue
 		}
 		if !snapshotMatchesAll(sn, checks, q.now) {
@@ -147,7 +147,7 @@ func (s *Simulator) describeSnapshots(r *region, q *request) ([]byte, *apiError)
 		}
 		n++
 		w.open("item")
-		writeSnapshotFields(w, sn, q.now)
+		writeSnapshotFields(w, sn, q.now, r.account)
 		w.close("item")
 	}
 	w.close("snapshotSet")
@@ -214,9 +214,7 @@ func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {
 	if err := checkPresignedURL(q.get("PresignedUrl"), srcRegion, srcID); err != nil {
 		return nil, err
 	}
-	src := s.region(r.account, srcRegion) // a copy stays within the caller's account
-	src.reap(q.now)
-	sn, err := src.lookupSnapshot(srcID)
+	sn, err := s.usableSnapshot(r.account, srcRegion, srcID, q.now) // own, or shared with the caller
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +241,7 @@ func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {
 	kms := q.get("KmsKeyId")
 	if encrypted && kms == "" {
 		kms = defaultKmsKey(r.account, r.name)
-		if srcRegion == r.name && sn.kmsKeyID != "" {
+		if srcRegion == r.name && sn.owner == r.account && sn.kmsKeyID != "" {
 			kms = sn.kmsKeyID
 		}
 	}
@@ -261,7 +259,7 @@ func (s *Simulator) copySnapshot(r *region, q *request) ([]byte, *apiError) {
 		start: q.now, done: q.now.Add(dur), visibleAt: q.now.Add(s.draw(s.faults.InvisibleFor)),
 		sizeGiB: sn.sizeGiB, encrypted: encrypted, kmsKeyID: kms, tags: tags,
 		sourceID: srcID, sourceRegion: srcRegion, completionMinutes: mins,
-		failMessage: s.copyFailure(sn.volumeID),
+		failMessage: cmp.Or(s.copyKeyProblem(sn, srcRegion, q.get("KmsKeyId"), r), s.copyFailure(sn.volumeID)),
 	}
 	r.addSnapshot(c)
 	r.copies[id] = c
@@ -299,6 +297,9 @@ func (s *Simulator) deleteSnapshot(r *region, q *request) ([]byte, *apiError) {
 	sn, err := r.lookupSnapshot(id)
 	if err != nil {
 		return nil, err
+	}
+	if sn.locked(q.now) {
+		return nil, errSnapshotLocked(id)
 	}
 	if sn.state(q.now) == statePending {
 		sn.deletePending = true

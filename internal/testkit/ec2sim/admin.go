@@ -6,8 +6,8 @@ import (
 	"net/http"
 )
 
-// serveAdmin serves the /_sim/ endpoints: stats, snapshots, volumes (read and seed), faults and
-// outages.
+// serveAdmin serves the /_sim/ endpoints: stats, snapshots, volumes (read and seed), KMS keys
+// (read and add), faults and outages.
 // Snapshots and volumes are the default account's unless ?account=ID (or, to seed, the body's
 // "account") names another configured one.
 func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +48,19 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		if s.checkAdminAccount(w, account) {
 			writeJSON(w, s.AddVolumesTo(account, body.Region, body.Volumes...))
 		}
+	case "GET /_sim/kms-keys":
+		writeJSON(w, s.KMSKeys())
+	case "POST /_sim/kms-keys":
+		var keys []KMSKey
+		if err := json.NewDecoder(r.Body).Decode(&keys); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := s.AddKMSKeys(keys...); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, s.KMSKeys())
 	case "POST /_sim/faults":
 		var f Faults
 		if err := json.NewDecoder(r.Body).Decode(&f); err != nil {

@@ -77,15 +77,17 @@ func (r *DurationRange) Set(s string) error {
 
 // VolumeSpec describes a volume to seed into a region.
 type VolumeSpec struct {
-	ID               string            `json:"id,omitempty"` // "" => generated vol-…
-	AvailabilityZone string            `json:"availabilityZone,omitempty"`
-	Type             string            `json:"type,omitempty"` // gp2|gp3|io1|io2|st1|sc1|standard
-	SizeGiB          int32             `json:"sizeGiB,omitempty"`
-	IOPS             int32             `json:"iops,omitempty"`
-	Throughput       int32             `json:"throughput,omitempty"`
-	Encrypted        bool              `json:"encrypted,omitempty"`
-	KmsKeyID         string            `json:"kmsKeyId,omitempty"`
-	Tags             map[string]string `json:"tags,omitempty"`
+	ID               string `json:"id,omitempty"` // "" => generated vol-…
+	AvailabilityZone string `json:"availabilityZone,omitempty"`
+	Type             string `json:"type,omitempty"` // gp2|gp3|io1|io2|st1|sc1|standard
+	SizeGiB          int32  `json:"sizeGiB,omitempty"`
+	IOPS             int32  `json:"iops,omitempty"`
+	Throughput       int32  `json:"throughput,omitempty"`
+	Encrypted        bool   `json:"encrypted,omitempty"`
+	// KmsKeyID encrypts the volume, and so its snapshots, under this key (Encrypted is then
+	// implied); default, when Encrypted, the owner's AWS managed key.
+	KmsKeyID string            `json:"kmsKeyId,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
 	// Account owns the volume; "" => the default account (see Simulator.DefaultAccount).
 	Account string `json:"account,omitempty"`
 	// OutpostArn, when set, puts the volume on that AWS Outpost; DescribeVolumes reports it.
@@ -143,7 +145,8 @@ type Config struct {
 	CopyLimit int `json:"copyLimit,omitempty"`
 	// Faults are the injected failures.
 	Faults Faults `json:"faults"`
-	// AllowedActions, when not empty, answers every other action with 403 UnauthorizedOperation.
+	// AllowedActions, when not empty, answers every other action with 403 UnauthorizedOperation,
+	// for every account (see also Account.AllowedActions).
 	AllowedActions []string `json:"allowedActions,omitempty"`
 	// Seed makes durations drawn from ranges and fault decisions reproducible.
 	Seed int64 `json:"seed,omitempty"`
@@ -151,6 +154,9 @@ type Config struct {
 	// by one of their access keys or by STS session credentials, and every resource belongs to
 	// one account. Empty: credentials are not checked and everything belongs to DefaultAccountID.
 	Accounts []Account `json:"accounts,omitempty"`
+	// KMSKeys are the customer managed KMS keys and the accounts they are granted to. Keys not
+	// listed (and every account's AWS managed key) may be used by their own account only.
+	KMSKeys []KMSKey `json:"kmsKeys,omitempty"`
 	// Roles are the IAM roles AssumeRoleWithWebIdentity can assume.
 	Roles []Role `json:"roles,omitempty"`
 	// SessionDuration is how long STS session credentials last when the request does not say;

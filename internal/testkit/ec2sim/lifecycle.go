@@ -19,7 +19,10 @@ type snapshot struct {
 	failMessage                      string // non-empty: ends in "error" with this statusMessage
 	deletePending                    bool
 	completionMinutes                int32
-	xml                              []byte // cached unchanging XML elements; nil after a tag change
+	xml                              []byte          // cached unchanging XML elements; nil after a tag change
+	tagsAt                           int             // where the tag set starts in xml
+	shares                           map[string]bool // createVolumePermission: account IDs and "all"
+	lock                             *snapshotLock   // nil: never locked, or unlocked
 }
 
 // volume is a volume; like a snapshot its state follows from the clock.
@@ -79,13 +82,18 @@ func (sn *snapshot) statusMessage(now time.Time) string {
 }
 
 func (sn *snapshot) view(r *region, now time.Time) Snapshot {
-	return Snapshot{
+	out := Snapshot{
 		ID: sn.id, Account: r.account, Region: r.name, VolumeID: sn.volumeID,
 		State: sn.state(now), Progress: sn.progress(now), StatusMessage: sn.statusMessage(now),
 		Description: sn.description, StartTime: sn.start, SizeGiB: sn.sizeGiB,
 		Encrypted: sn.encrypted, KmsKeyID: sn.kmsKeyID, Tags: copyTags(sn.tags),
 		SourceSnapshotID: sn.sourceID, SourceRegion: sn.sourceRegion, DeletePending: sn.deletePending,
+		SharedWith: sn.sharedWith(),
 	}
+	if l := sn.lock; l != nil {
+		out.LockMode, out.LockState, out.LockExpiresOn = l.mode, l.state(sn, now), l.expiresOn(sn)
+	}
+	return out
 }
 
 func (v *volume) state(now time.Time) string {

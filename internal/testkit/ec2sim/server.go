@@ -26,6 +26,11 @@ var actions = map[string]action{
 	"CreateTags":                (*Simulator).createTags,
 	"DeleteTags":                (*Simulator).deleteTags,
 	"DescribeAvailabilityZones": (*Simulator).describeAvailabilityZones,
+	"ModifySnapshotAttribute":   (*Simulator).modifySnapshotAttribute,
+	"DescribeSnapshotAttribute": (*Simulator).describeSnapshotAttribute,
+	"LockSnapshot":              (*Simulator).lockSnapshot,
+	"UnlockSnapshot":            (*Simulator).unlockSnapshot,
+	"DescribeLockedSnapshots":   (*Simulator).describeLockedSnapshots,
 }
 
 // maxRequestBody is the largest request body read, as http.Request.ParseForm limits it.
@@ -81,7 +86,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// handle runs one request: authentication's verdict, the allow-list, throttling and injected
+// handle runs one request: authentication's verdict, the allow-lists, throttling and injected
 // faults, then the action in the caller's account.
 func (s *Simulator) handle(q *request) ([]byte, int, drop) {
 	s.mu.Lock()
@@ -123,7 +128,7 @@ func (s *Simulator) run(r *region, q *request) ([]byte, *apiError) {
 	switch {
 	case !ok:
 		return nil, clientError("InvalidAction", "The action %s is not valid for this web service.", q.action)
-	case s.allowed != nil && !s.allowed[q.action]:
+	case !s.authorized(q.account, q.action):
 		return nil, &apiError{status: http.StatusForbidden, code: "UnauthorizedOperation",
 			message: "You are not authorized to perform this operation. User is not authorized to perform: ec2:" + q.action}
 	case !r.buckets.allow(q, q.now):

@@ -37,6 +37,7 @@ type Simulator struct {
 	rng          *rand.Rand
 	allowed      map[string]bool
 	ids          identities
+	keys         keyring // customer KMS keys by ARN
 	regions      map[regionKey]*region
 	idSeq        uint64
 	reqSeq       uint64
@@ -62,6 +63,7 @@ type region struct {
 	lastCreate map[string]time.Time                       // volume ID -> last accepted CreateSnapshot
 	deleting   map[string]*snapshot                       // delete-pending snapshots
 	copies     map[string]*snapshot                       // copies that may still be pending
+	shared     map[string]*snapshot                       // snapshots shared with another account or all
 	peakCopies int
 	buckets    buckets
 }
@@ -89,6 +91,16 @@ type Snapshot struct {
 	SourceRegion     string `json:"sourceRegion,omitempty"`
 	// DeletePending is set when a pending snapshot was deleted; it goes when it would complete.
 	DeletePending bool `json:"deletePending,omitempty"`
+	// SharedWith lists, sorted, the accounts the snapshot is shared with, and "all" when it is
+	// public (its createVolumePermission).
+	SharedWith []string `json:"sharedWith,omitempty"`
+	// LockMode is "compliance" or "governance" while the snapshot has a lock, even an expired one.
+	LockMode string `json:"lockMode,omitempty"`
+	// LockState is the lock's state now: "compliance-cooloff", "governance", "compliance" or
+	// "expired".
+	LockState string `json:"lockState,omitempty"`
+	// LockExpiresOn is when the lock expires.
+	LockExpiresOn time.Time `json:"lockExpiresOn,omitzero"`
 }
 
 // Volume is a volume as the simulator holds it.
@@ -123,16 +135,12 @@ func New(cfg Config, opts ...Option) *Simulator {
 		faults:       cfg.Faults,
 		clock:        o.clock,
 		rng:          rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed)),
+		allowed:      actionSet(cfg.AllowedActions),
 		ids:          newIdentities(cfg),
+		keys:         newKeyring(cfg.KMSKeys),
 		regions:      map[regionKey]*region{},
 		calls:        callCounts{},
 		accountCalls: map[string]callCounts{},
-	}
-	if len(cfg.AllowedActions) > 0 {
-		s.allowed = map[string]bool{}
-		for _, a := range cfg.AllowedActions {
-			s.allowed[a] = true
-		}
 	}
 	names := make([]string, 0, len(cfg.Regions))
 	for name := range cfg.Regions {
@@ -169,6 +177,7 @@ func (s *Simulator) region(account, name string) *region {
 			lastCreate: map[string]time.Time{},
 			deleting:   map[string]*snapshot{},
 			copies:     map[string]*snapshot{},
+			shared:     map[string]*snapshot{},
 			buckets:    newBuckets(s.cfg.ThrottleScale),
 		}
 		s.regions[key] = r

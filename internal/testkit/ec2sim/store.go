@@ -22,7 +22,7 @@ func (s *Simulator) seedVolume(r *region, spec VolumeSpec) string {
 	v := &volume{
 		id: id, seq: seq, az: spec.AvailabilityZone, typ: spec.Type,
 		sizeGiB: spec.SizeGiB, iops: spec.IOPS, throughput: spec.Throughput,
-		encrypted: spec.Encrypted, kmsKeyID: spec.KmsKeyID, tags: copyTags(spec.Tags),
+		encrypted: spec.Encrypted || spec.KmsKeyID != "", kmsKeyID: spec.KmsKeyID, tags: copyTags(spec.Tags),
 		outpostArn: spec.OutpostArn, created: now, ready: now, visibleAt: now,
 	}
 	if v.az == "" {
@@ -40,11 +40,6 @@ func (s *Simulator) seedVolume(r *region, spec VolumeSpec) string {
 	v.iops, v.throughput = volumePerformance(v.typ, v.sizeGiB, v.iops, v.throughput)
 	r.addVolume(v)
 	return id
-}
-
-// defaultKmsKey is the ARN of the AWS managed EBS key of account in regionName.
-func defaultKmsKey(account, regionName string) string {
-	return "arn:aws:kms:" + regionName + ":" + account + ":alias/aws/ebs"
 }
 
 func (r *region) addVolume(v *volume) {
@@ -82,6 +77,7 @@ func (r *region) removeSnapshot(sn *snapshot) {
 	delete(r.snaps, sn.id)
 	delete(r.deleting, sn.id)
 	delete(r.copies, sn.id)
+	delete(r.shared, sn.id)
 	if i := slices.Index(r.snapOrder, sn); i >= 0 {
 		r.snapOrder = slices.Delete(r.snapOrder, i, i+1)
 	}
