@@ -34,8 +34,7 @@ const maxDescriptionLen = 255
 // informer cache lists them, which Go's map iteration makes different every period.
 func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string) (*copySlots, error) {
 	now := t.clock.Now()
-	batch := v.awaitingCopy(dest, now, t.listingLag)
-	if len(batch) == 0 {
+	if len(v.awaitingCopy(dest, now, t.listingLag, 1)) == 0 {
 		return nil, nil
 	}
 	a, err := t.accountSlots(ctx, v.place, dest)
@@ -49,7 +48,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 	if free <= 0 || v.fillTimeLeft() <= 0 {
 		return a, nil
 	}
-	batch = batch[:min(len(batch), free)]
+	batch := v.awaitingCopy(dest, now, t.listingLag, free)
 	start := t.clock.Now()
 	defer func() { v.spend(t.clock.Since(start)) }()
 	src, err := v.place.Clients(ctx, v.region)

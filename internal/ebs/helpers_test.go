@@ -233,7 +233,7 @@ func matchesDescribe(s types.Snapshot, in *ec2.DescribeSnapshotsInput) bool {
 
 // fixture holds a fake clock and one mocked EC2 per region.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	clk     *clocktesting.FakeClock
 	regions map[string]*region
 	// tagRefusals makes serveTracker's CreateTags refuse any request naming these snapshots.
@@ -242,7 +242,7 @@ type fixture struct {
 	copyDelay time.Duration
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	ctrl := gomock.NewController(t)
 	f := &fixture{t: t, clk: clocktesting.NewFakeClock(t0), regions: map[string]*region{}}
 	for _, name := range []string{srcRegion, dstRegion} {

@@ -55,6 +55,16 @@ func tagMap(tags []types.Tag) map[string]string {
 	return m
 }
 
+// tagValue is the value of the tag with this key, or "" (a lookup without tagMap's map).
+func tagValue(tags []types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
 // splitByPrefix separates the tags whose keys start with one of prefixes from the rest.
 func splitByPrefix(m map[string]string, prefixes ...string) (matching, rest map[string]string) {
 	matching, rest = map[string]string{}, map[string]string{}

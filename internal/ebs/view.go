@@ -3,7 +3,7 @@ package ebs
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,7 +28,12 @@ type backupView struct {
 	id     backupIdentity
 
 	sources   map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
+	byID      map[string]*types.Snapshot             // source ID -> its snapshot in sources
+	owns      int                                    // how many of the sources the backup owns
 	copies    map[string]map[string][]types.Snapshot // destination -> source ID -> copies
+	pending   map[string]int                         // destination -> copies still pending
+	finished  map[string][]time.Time                 // destination -> start times of the copies no longer pending, earliest first
+	queue     *copyQueue                             // the sources that may await a copy
 	fillSpent time.Duration                          // time spent starting copies since the last description
 
 	requested map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
@@ -92,6 +97,7 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 		}
 	}
 	v.sources, v.copies, v.fillSpent = sources, copies, 0
+	v.index()
 	now := v.clock.Now()
 	for id, at := range v.requested {
 		if v.copyOf(id) != nil || now.Sub(at) >= listingLag {
@@ -101,27 +107,54 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 	return nil
 }
 
+// index derives from a new description what each Progress call would otherwise walk every
+// snapshot for: the sources by ID, how many the backup owns, the copies' counts by destination
+// and the sources that may await a copy.
+func (v *backupView) index() {
+	v.byID, v.owns, v.queue = map[string]*types.Snapshot{}, 0, newCopyQueue()
+	for _, ss := range v.sources {
+		for i := range ss {
+			s := &ss[i]
+			v.byID[aws.ToString(s.SnapshotId)] = s
+			if v.id.owns(s) {
+				v.owns++
+			}
+		}
+	}
+	for _, s := range v.byID {
+		if dest := tagValue(s.Tags, TagCopyToRegion); dest != "" && s.State == types.SnapshotStateCompleted {
+			v.queue.add(s, dest, v.claimed[aws.ToString(s.SnapshotId)] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s))
+		}
+	}
+	v.queue.sort()
+	v.pending, v.finished = map[string]int{}, map[string][]time.Time{}
+	for dest, bySource := range v.copies {
+		for _, cs := range bySource {
+			for _, c := range cs {
+				if c.State == types.SnapshotStatePending {
+					v.pending[dest]++
+				} else {
+					v.finished[dest] = append(v.finished[dest], aws.ToTime(c.StartTime))
+				}
+			}
+		}
+		slices.SortFunc(v.finished[dest], time.Time.Compare)
+	}
+}
+
 // resolveOp finds the snapshot op follows among the volume's, and claims it for copying.
 func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
 	res := resolve(candidates(v.sources[op.VolumeID], op, v.id, window), op.Issued)
 	if res.source != nil {
-		v.claimed[aws.ToString(res.source.SnapshotId)] = true
+		id := aws.ToString(res.source.SnapshotId)
+		v.claimed[id] = true
+		v.queue.claim(id, tagValue(res.source.Tags, TagCopyToRegion))
 	}
 	return res
 }
 
 // owned counts the snapshots of the backup this view lists, over every volume.
-func (v *backupView) owned() int {
-	n := 0
-	for _, ss := range v.sources {
-		for i := range ss {
-			if v.id.owns(&ss[i]) {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (v *backupView) owned() int { return v.owns }
 
 // copyOf returns a source's copy in its destination: a completed one, else a pending one, else
 // a failed one.
@@ -161,16 +194,9 @@ func preferred(snaps []types.Snapshot, worse ...types.SnapshotState) *types.Snap
 // inFlight counts the backup's copies into dest that are still pending, including those
 // requested by this process that EC2 does not list yet.
 func (v *backupView) inFlight(dest string) int {
-	n := 0
-	for _, cs := range v.copies[dest] {
-		for _, c := range cs {
-			if c.State == types.SnapshotStatePending {
-				n++
-			}
-		}
-	}
+	n := v.pending[dest]
 	for id := range v.requested {
-		if s := v.sourceByID(id); s != nil && tagMap(s.Tags)[TagCopyToRegion] == dest && v.copyOf(id) == nil {
+		if s := v.sourceByID(id); s != nil && tagValue(s.Tags, TagCopyToRegion) == dest && v.copyOf(id) == nil {
 			n++
 		}
 	}
@@ -180,69 +206,39 @@ func (v *backupView) inFlight(dest string) int {
 // finishedCopiesStartedSince counts the backup's copies into dest started at or after t that
 // are no longer pending.
 func (v *backupView) finishedCopiesStartedSince(dest string, t time.Time) int {
-	n := 0
-	for _, cs := range v.copies[dest] {
-		for _, c := range cs {
-			if c.State != types.SnapshotStatePending && !aws.ToTime(c.StartTime).Before(t) {
-				n++
-			}
-		}
-	}
-	return n
+	starts := v.finished[dest]
+	i, _ := slices.BinarySearchFunc(starts, t, time.Time.Compare)
+	return len(starts) - i
 }
 
-func (v *backupView) sourceByID(id string) *types.Snapshot {
-	for _, ss := range v.sources {
-		for i := range ss {
-			if aws.ToString(ss[i].SnapshotId) == id {
-				return &ss[i]
-			}
-		}
-	}
-	return nil
-}
+func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 
-// copyable reports whether this process may start s's copy: s is the snapshot an operation
-// follows (claimed by it, or the only one of its PV carrying the backup's UID), and nothing
-// rules its copy out.
-func (v *backupView) copyable(s *types.Snapshot, now time.Time, lag time.Duration) bool {
+// copyVerdict says whether this process may start the copy of s, a completed source an
+// operation follows.
+func (v *backupView) copyVerdict(s *types.Snapshot, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
-	tags := tagMap(s.Tags)
-	if s.State != types.SnapshotStateCompleted || v.copyOf(id) != nil || v.refused[id] != "" || v.cancelled[id] ||
-		tags[TagCopyCancelled] != "" || tags[TagDeletionRequestedAt] != "" || v.recentlyRequested(s, now, lag) {
-		return false
+	switch {
+	case v.copyOf(id) != nil || v.refused[id] != "" || v.cancelled[id] ||
+		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
+		return copyNever
+	case v.recentlyRequested(s, now, lag):
+		return copyLater
 	}
-	return v.claimed[id] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s)
+	return copyNow
 }
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
 // backup's UID, or the one of them marked recorded.
 func (v *backupView) onlyTaggedOfItsPV(s *types.Snapshot) bool {
-	pvName := tagMap(s.Tags)[TagPV]
+	pvName := tagValue(s.Tags, TagPV)
 	res := resolve(candidates(v.sources[aws.ToString(s.VolumeId)], Operation{PV: pvName}, v.id, 0), time.Time{})
 	return res.source != nil && aws.ToString(res.source.SnapshotId) == aws.ToString(s.SnapshotId)
 }
 
-// awaitingCopy returns the sources bound for dest whose copy this process may start, oldest
-// first.
-func (v *backupView) awaitingCopy(dest string, now time.Time, lag time.Duration) []types.Snapshot {
-	var out []types.Snapshot
-	for _, ss := range v.sources {
-		for i := range ss {
-			s := &ss[i]
-			if tagMap(s.Tags)[TagCopyToRegion] == dest && v.copyable(s, now, lag) {
-				out = append(out, *s)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		ti, tj := aws.ToTime(out[i].StartTime), aws.ToTime(out[j].StartTime)
-		if !ti.Equal(tj) {
-			return ti.Before(tj)
-		}
-		return aws.ToString(out[i].SnapshotId) < aws.ToString(out[j].SnapshotId)
-	})
-	return out
+// awaitingCopy returns up to limit sources bound for dest whose copy this process may start,
+// oldest first.
+func (v *backupView) awaitingCopy(dest string, now time.Time, lag time.Duration, limit int) []types.Snapshot {
+	return v.queue.take(dest, limit, func(s *types.Snapshot) verdict { return v.copyVerdict(s, now, lag) })
 }
 
 // recentlyRequested reports whether a copy of s was asked for within lag of now.
@@ -250,7 +246,7 @@ func (v *backupView) recentlyRequested(s *types.Snapshot, now time.Time, lag tim
 	if at, ok := v.requested[aws.ToString(s.SnapshotId)]; ok && now.Sub(at) < lag {
 		return true
 	}
-	at, err := time.Parse(time.RFC3339, tagMap(s.Tags)[TagCopyRequestedAt])
+	at, err := time.Parse(time.RFC3339, tagValue(s.Tags, TagCopyRequestedAt))
 	return err == nil && now.Sub(at) < lag
 }
 
@@ -270,6 +266,7 @@ func (v *backupView) recordCopy(dest string, src types.Snapshot, copyID string, 
 	}
 	srcID := aws.ToString(src.SnapshotId)
 	v.requested[srcID] = now
+	v.pending[dest]++
 	v.copies[dest][srcID] = append(v.copies[dest][srcID], types.Snapshot{
 		SnapshotId: aws.String(copyID),
 		State:      types.SnapshotStatePending,

@@ -1,0 +1,97 @@
+package ebs
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// verdict is whether a source waiting in a copyQueue may be copied now.
+type verdict int
+
+const (
+	// copyNow: nothing stands in the way of its copy.
+	copyNow verdict = iota
+	// copyLater: not now (its copy was just asked for), maybe later in the same description.
+	copyLater
+	// copyNever: ruled out until the next description (it has a copy, or its copy is refused,
+	// cancelled or its deletion has begun).
+	copyNever
+)
+
+// copyQueue holds, per destination region, the completed sources of one description whose copy
+// this process may start, oldest first. Sources ruled out are dropped as a walk meets them, so
+// that each of a reconcile's Progress calls looks at only the few sources it starts or skips,
+// however large the backup: a walk over every source in each call made a reconcile's cost grow
+// with the square of its operations. It owns its state: only its methods change it.
+type copyQueue struct {
+	// ready holds, per destination, the sources an operation follows or certainly will (the one
+	// of their PV carrying the backup's UID), oldest first.
+	ready map[string][]*types.Snapshot
+	// unclaimed holds, by ID, the other completed sources bound for a destination: they join
+	// ready when an operation claims them.
+	unclaimed map[string]*types.Snapshot
+}
+
+func newCopyQueue() *copyQueue {
+	return &copyQueue{ready: map[string][]*types.Snapshot{}, unclaimed: map[string]*types.Snapshot{}}
+}
+
+// add queues a completed source bound for dest: in ready when known to be followed, else until
+// claimed.
+func (q *copyQueue) add(s *types.Snapshot, dest string, followed bool) {
+	if !followed {
+		q.unclaimed[aws.ToString(s.SnapshotId)] = s
+		return
+	}
+	q.ready[dest] = append(q.ready[dest], s)
+}
+
+// sort orders every destination's sources oldest first; add leaves them unordered.
+func (q *copyQueue) sort() {
+	for _, ss := range q.ready {
+		slices.SortFunc(ss, olderFirst)
+	}
+}
+
+// claim moves the source with this ID, claimed by an operation, into ready.
+func (q *copyQueue) claim(id, dest string) {
+	s, ok := q.unclaimed[id]
+	if !ok {
+		return
+	}
+	delete(q.unclaimed, id)
+	ss := q.ready[dest]
+	i, _ := slices.BinarySearchFunc(ss, s, olderFirst)
+	q.ready[dest] = slices.Insert(ss, i, s)
+}
+
+// take returns up to limit of dest's sources that judge lets be copied now, oldest first, and
+// drops those it rules out.
+func (q *copyQueue) take(dest string, limit int, judge func(*types.Snapshot) verdict) []types.Snapshot {
+	var out []types.Snapshot
+	ss := q.ready[dest]
+	kept := ss[:0]
+	i := 0
+	for ; i < len(ss) && len(out) < limit; i++ {
+		switch judge(ss[i]) {
+		case copyNow:
+			out = append(out, *ss[i])
+			kept = append(kept, ss[i])
+		case copyLater:
+			kept = append(kept, ss[i])
+		}
+	}
+	q.ready[dest] = append(kept, ss[i:]...)
+	return out
+}
+
+// olderFirst orders snapshots by start time, then ID.
+func olderFirst(a, b *types.Snapshot) int {
+	if c := aws.ToTime(a.StartTime).Compare(aws.ToTime(b.StartTime)); c != 0 {
+		return c
+	}
+	return strings.Compare(aws.ToString(a.SnapshotId), aws.ToString(b.SnapshotId))
+}
