@@ -167,7 +167,7 @@ func TestVolumeSnapshotterGetVolumeID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NewVolumeSnapshotter(nil, nil, quietLog()).GetVolumeID(tt.pv)
+			got, err := NewVolumeSnapshotter(nil, nil, nil, quietLog()).GetVolumeID(tt.pv)
 			if got != tt.want || (err != nil) != tt.wantErr {
 				t.Errorf("GetVolumeID = %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
 			}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -19,20 +20,24 @@ import (
 func Register(server framework.Server, clients *ec2api.Factory) framework.Server {
 	handoff := ebs.NewHandoff(clock.RealClock{})
 	var once sync.Once
-	var resolver *location.Resolver
+	var shared *location.Resolver
 	// The flags are parsed when Serve starts, before any plugin is made.
-	locator := func(log logrus.FieldLogger) ebs.Locator {
+	resolver := func(log logrus.FieldLogger) *location.Resolver {
 		once.Do(func() {
-			resolver = location.New(
+			shared = location.New(
 				location.WithProvider(ebs.VolumeSnapshotterName),
 				location.WithDefaultLocations(server.GetConfig().DefaultVolumeSnapshotLocations.Data()))
 		})
-		return ebs.NewLocator(resolver.WithLogger(log), clients)
+		return shared.WithLogger(log)
 	}
+	locator := func(log logrus.FieldLogger) ebs.Locator { return ebs.NewLocator(resolver(log), clients) }
 	defaults := clients.ForCredentials(ec2api.Credentials{})
 	return server.
 		RegisterVolumeSnapshotter(ebs.VolumeSnapshotterName, func(log logrus.FieldLogger) (any, error) {
-			return NewVolumeSnapshotter(clients, handoff, log), nil
+			vault := func(ctx context.Context, config map[string]string) (*ec2api.Credentials, error) {
+				return resolver(log).VaultCredentials(ctx, "", config)
+			}
+			return NewVolumeSnapshotter(clients, handoff, vault, log), nil
 		}).
 		RegisterBackupItemActionV2(ebs.BackupItemActionName, func(log logrus.FieldLogger) (any, error) {
 			tracker := ebs.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"maps"
 
 	"github.com/sirupsen/logrus"
@@ -16,15 +17,21 @@ import (
 type VolumeSnapshotter struct {
 	clients *ec2api.Factory
 	handoff *ebs.Handoff
+	vault   VaultCredentials
 	log     logrus.FieldLogger
 	config  map[string]string
 	s       *ebs.Snapshotter
 }
 
+// VaultCredentials returns the credentials a location's config names for its vault account,
+// nil when it names none.
+type VaultCredentials func(ctx context.Context, config map[string]string) (*ec2api.Credentials, error)
+
 // NewVolumeSnapshotter returns a VolumeSnapshotter whose EC2 clients come from clients, tagging
-// snapshots with the backup UIDs the backup item action hands over through handoff.
-func NewVolumeSnapshotter(clients *ec2api.Factory, handoff *ebs.Handoff, log logrus.FieldLogger) *VolumeSnapshotter {
-	return &VolumeSnapshotter{clients: clients, handoff: handoff, log: log}
+// snapshots with the backup UIDs the backup item action hands over through handoff, and
+// reaching a location's vault account with the credentials vault finds.
+func NewVolumeSnapshotter(clients *ec2api.Factory, handoff *ebs.Handoff, vault VaultCredentials, log logrus.FieldLogger) *VolumeSnapshotter {
+	return &VolumeSnapshotter{clients: clients, handoff: handoff, vault: vault, log: log}
 }
 
 // Init validates the location's config. Velero calls it again before every restored volume;
@@ -37,7 +44,18 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 	if err != nil {
 		return err
 	}
-	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), ebs.WithLogger(v.log), ebs.WithHandoff(v.handoff))
+	opts := []ebs.Option{ebs.WithLogger(v.log), ebs.WithHandoff(v.handoff)}
+	if cfg.Vault.Enabled() {
+		config := maps.Clone(config)
+		opts = append(opts, ebs.WithVaultClients(func(ctx context.Context, region string) (ec2api.EC2, error) {
+			creds, err := v.vault(ctx, config) // read when needed: the Secret may change, and only deletions need it
+			if err != nil || creds == nil {
+				return nil, fmt.Errorf("the credentials of vault account %s: %w", cfg.Vault.AccountID, err)
+			}
+			return v.clients.Client(ctx, region, *creds)
+		}))
+	}
+	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), opts...)
 	if err := s.ValidateRestoreZone(context.Background()); err != nil {
 		return err
 	}

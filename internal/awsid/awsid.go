@@ -1,6 +1,6 @@
-// Package awsid knows the shapes of AWS identifiers: region and availability zone names, and
-// EBS volume and snapshot IDs. It checks shapes only; whether a region or a volume exists is
-// for EC2 to say.
+// Package awsid knows the shapes of AWS identifiers: region and availability zone names, EBS
+// volume and snapshot IDs, and account IDs. It checks shapes only; whether a region or a volume
+// exists is for EC2 to say.
 package awsid
 
 import "regexp"
@@ -52,4 +52,12 @@ func IsVolumeID(s string) bool {
 // IsSnapshotID reports whether s is an EBS snapshot ID: snap- followed by 8 or 17 lowercase hex digits.
 func IsSnapshotID(s string) bool {
 	return snapshotIDRE.MatchString(s)
+}
+
+// accountIDRE is a 12-digit AWS account ID.
+var accountIDRE = regexp.MustCompile(`^[0-9]{12}$`)
+
+// IsAccountID reports whether s is an AWS account ID: 12 decimal digits.
+func IsAccountID(s string) bool {
+	return accountIDRE.MatchString(s)
 }

@@ -33,11 +33,15 @@ type Config struct {
 	CopyCompletionMinutes int32
 	// RestoreAvailabilityZone, when set, is where restored volumes are created.
 	RestoreAvailabilityZone string
+	// Vault, when enabled, gets a copy of every snapshot in another account.
+	Vault VaultConfig
 }
 
 var knownConfigKeys = []string{
 	ConfigRegion, ConfigProfile, ConfigCredentialsFile, ConfigEnableSharedConfig, ConfigEBSKMSKeyID,
 	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
+	ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion,
+	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
 }
 
 // ParseConfig validates a VolumeSnapshotLocation's config. Every error names the key and value.
@@ -71,27 +75,40 @@ func ParseConfig(m map[string]string) (Config, error) {
 			return Config{}, fmt.Errorf("config key %q: %q is not true or false", ConfigEnableSharedConfig, v)
 		}
 	}
+	if err := c.parseCopy(m); err != nil {
+		return Config{}, err
+	}
+	vault, err := parseVault(m, c.Region, c.CopyToRegion)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Vault = vault
+	return c, nil
+}
+
+// parseCopy reads the keys of the copy into copyToRegion.
+func (c *Config) parseCopy(m map[string]string) error {
 	if c.CopyToRegion == "" {
 		for _, k := range []string{ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes} {
 			if v, ok := m[k]; ok {
-				return Config{}, fmt.Errorf("config key %q (value %q) needs %q", k, v, ConfigCopyToRegion)
+				return fmt.Errorf("config key %q (value %q) needs %q", k, v, ConfigCopyToRegion)
 			}
 		}
-		return c, nil
+		return nil
 	}
 	if !awsid.IsRegion(c.CopyToRegion) {
-		return Config{}, fmt.Errorf("config key %q: %q is not an AWS region name", ConfigCopyToRegion, c.CopyToRegion)
+		return fmt.Errorf("config key %q: %q is not an AWS region name", ConfigCopyToRegion, c.CopyToRegion)
 	}
 	if c.CopyToRegion == c.Region {
-		return Config{}, fmt.Errorf("config key %q: %q is the location's own region; name another region", ConfigCopyToRegion, c.CopyToRegion)
+		return fmt.Errorf("config key %q: %q is the location's own region; name another region", ConfigCopyToRegion, c.CopyToRegion)
 	}
 	if v, ok := m[ConfigCopyCompletionDurationMinutes]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < copyDurationStep || n > copyDurationMax || n%copyDurationStep != 0 {
-			return Config{}, fmt.Errorf("config key %q: %q is not a number of minutes from %d to %d in steps of %d",
+			return fmt.Errorf("config key %q: %q is not a number of minutes from %d to %d in steps of %d",
 				ConfigCopyCompletionDurationMinutes, v, copyDurationStep, copyDurationMax, copyDurationStep)
 		}
 		c.CopyCompletionMinutes = int32(n)
 	}
-	return c, nil
+	return nil
 }

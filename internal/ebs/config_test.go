@@ -6,6 +6,9 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
+// vaultID is a vault account's ID.
+const vaultID = "222222222222"
+
 func TestParseConfig(t *testing.T) {
 	full := map[string]string{
 		ConfigRegion:                        srcRegion,
@@ -67,6 +70,30 @@ func TestParseConfig(t *testing.T) {
 		{name: "duration not a number", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, "1h"), wantErr: []string{`"1h"`}},
 		{name: "duration empty", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyCompletionDurationMinutes, ""), wantErr: []string{`"copyCompletionDurationMinutes"`}},
 		{name: "enableSharedConfig bad bool", in: with(ConfigEnableSharedConfig, "yes please"), wantErr: []string{`"enableSharedConfig"`, `"yes please"`}},
+
+		{name: "vault with every key", in: with(ConfigCopyToRegion, dstRegion, ConfigVaultAccountID, vaultID, ConfigVaultCredentialSecret, "vault",
+			ConfigVaultCredentialKey, "key", ConfigVaultProfile, "p", ConfigVaultRegion, "eu-west-1", ConfigVaultKMSKeyID, "alias/vault",
+			ConfigVaultLockMode, "compliance", ConfigVaultLockDurationDays, "30", ConfigVaultLockCoolOffHours, "24", ConfigVaultRetainOnDelete, "true"),
+			want: Config{Region: srcRegion, CopyToRegion: dstRegion, Vault: VaultConfig{AccountID: vaultID, CredentialSecret: "vault", CredentialKey: "key",
+				Profile: "p", Region: "eu-west-1", KMSKeyID: "alias/vault", Lock: Lock{Mode: LockModeCompliance, Days: 30, CoolOffHours: 24}, RetainOnDelete: true}}},
+		{name: "vault region defaults to copyToRegion", in: with(ConfigCopyToRegion, dstRegion, ConfigVaultAccountID, vaultID, ConfigVaultCredentialSecret, "vault"),
+			want: Config{Region: srcRegion, CopyToRegion: dstRegion, Vault: VaultConfig{AccountID: vaultID, CredentialSecret: "vault", CredentialKey: DefaultVaultCredentialKey, Region: dstRegion}}},
+		{name: "vault region defaults to region", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "vault"),
+			want: Config{Region: srcRegion, Vault: VaultConfig{AccountID: vaultID, Profile: "vault", Region: srcRegion}}},
+		{name: "governance lock", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockMode, "governance", ConfigVaultLockDurationDays, "1"),
+			want: Config{Region: srcRegion, Vault: VaultConfig{AccountID: vaultID, Profile: "v", Region: srcRegion, Lock: Lock{Mode: LockModeGovernance, Days: 1}}}},
+		{name: "vault key without account", in: with(ConfigVaultRegion, dstRegion), wantErr: []string{`"vaultRegion"`, `"vaultAccountId"`}},
+		{name: "bad vault account", in: with(ConfigVaultAccountID, "12345", ConfigVaultProfile, "v"), wantErr: []string{`"vaultAccountId"`, `"12345"`, "12-digit"}},
+		{name: "vault without credentials", in: with(ConfigVaultAccountID, vaultID), wantErr: []string{`"vaultCredentialSecret"`, `"vaultProfile"`}},
+		{name: "vault key without secret", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultCredentialKey, "k"), wantErr: []string{`"vaultCredentialKey"`, `"vaultCredentialSecret"`}},
+		{name: "bad vault region", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultRegion, "west"), wantErr: []string{`"vaultRegion"`, `"west"`}},
+		{name: "bad lock mode", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockMode, "strict", ConfigVaultLockDurationDays, "1"), wantErr: []string{`"vaultLockMode"`, `"strict"`}},
+		{name: "lock without duration", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockMode, "compliance"), wantErr: []string{`"vaultLockDurationDays"`}},
+		{name: "lock duration too long", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockMode, "compliance", ConfigVaultLockDurationDays, "36501"), wantErr: []string{`"36501"`}},
+		{name: "duration without lock mode", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockDurationDays, "3"), wantErr: []string{`"vaultLockDurationDays"`, `"vaultLockMode"`}},
+		{name: "cool-off with governance", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockMode, "governance", ConfigVaultLockDurationDays, "1", ConfigVaultLockCoolOffHours, "2"), wantErr: []string{`"vaultLockCoolOffHours"`, "compliance"}},
+		{name: "cool-off too long", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultLockMode, "compliance", ConfigVaultLockDurationDays, "1", ConfigVaultLockCoolOffHours, "73"), wantErr: []string{`"73"`}},
+		{name: "retain not a bool", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultRetainOnDelete, "keep"), wantErr: []string{`"vaultRetainOnDelete"`, `"keep"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,13 +18,14 @@ import (
 // maxDescriptionLen is EC2's limit on a snapshot's description.
 const maxDescriptionLen = 255
 
-// fillCopySlots starts copies into dest for the sources the backup's operations follow, oldest
-// first, while the account has free copy slots in dest, EC2's request rate allows and this
-// description's time budget lasts; it returns the account's copies into dest it judged from
-// (nil when nothing of the backup awaits a copy there: then EC2 is not asked). Each batch is
-// first marked on its sources (one CreateTags), so a restarted plugin that cannot see a
-// just-made copy yet waits for it instead of copying again; a source EC2 will not mark, or
-// whose deletion has begun, is left out of the batch.
+// fillCopySlots starts copies into the target for the sources the backup's operations follow,
+// oldest first, while the target account has free copy slots in the target region, EC2's
+// request rate allows and this description's time budget lasts; it returns the account's copies
+// into the target it judged from (nil when nothing of the backup awaits a copy there, or its own
+// copies in flight fill every slot: then EC2 is not asked). Each batch is first marked on its sources (one CreateTags), so a restarted
+// plugin that cannot see a just-made copy yet waits for it instead of copying again; a source EC2
+// will not mark, or whose deletion has begun, is left out of the batch. A vault copy's source is
+// shared with the vault account first, and copied with the vault's credentials.
 //
 // Between backups waiting at once, free slots go first come, first served: the backup whose
 // Progress call finds them takes as many as it has sources ready. Which other backups wait is
@@ -32,12 +33,12 @@ const maxDescriptionLen = 255
 // for others (that would leave them idle). The turns are fair all the same: Velero's operations
 // controller reconciles waiting backups one after another every sync period, in the order its
 // informer cache lists them, which Go's map iteration makes different every period.
-func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string) (*copySlots, error) {
+func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (*copySlots, error) {
 	now := t.clock.Now()
-	if len(v.awaitingCopy(dest, now, t.listingLag, 1)) == 0 {
-		return nil, nil
+	if tg.vault() && v.place.Vault == nil || v.inFlight(tg) >= t.copyLimit || len(v.awaitingCopy(tg, now, t.listingLag, 1)) == 0 {
+		return nil, nil // the backup's own copies fill the account's slots, or none awaits
 	}
-	a, err := t.accountSlots(ctx, v.place, dest)
+	a, err := t.accountSlots(ctx, v.place, tg)
 	if err != nil {
 		return nil, err
 	}
@@ -48,48 +49,56 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, dest string)
 	if free <= 0 || v.fillTimeLeft() <= 0 {
 		return a, nil
 	}
-	batch := v.awaitingCopy(dest, now, t.listingLag, free)
+	batch := v.awaitingCopy(tg, now, t.listingLag, free)
 	start := t.clock.Now()
 	defer func() { v.spend(t.clock.Since(start)) }()
 	src, err := v.place.Clients(ctx, v.region)
 	if err != nil {
 		return a, err
 	}
-	dst, err := v.place.Clients(ctx, dest)
+	dst, _, err := v.place.clientsFor(ctx, tg)
 	if err != nil {
 		return a, err
 	}
 	requestedAt := now.UTC().Format(time.RFC3339)
-	marked, err := t.markForCopy(ctx, src, v, batch, dest, requestedAt)
+	marked, err := t.markForCopy(ctx, src, v, batch, tg, requestedAt)
 	if err != nil {
 		return a, err
 	}
 	var unmark []string
 	for _, s := range marked {
 		id := aws.ToString(s.SnapshotId)
-		if a.queued != nil || t.clock.Since(start) >= v.fillTimeLeft() {
+		if a.queued != nil || t.clock.Since(start) >= v.fillTimeLeft() || !t.share(ctx, src, v, tg, s) {
 			unmark = append(unmark, id)
 			continue
 		}
-		out, err := dst.CopySnapshot(ctx, copyInput(s, v.region), ec2api.Bounded, ec2api.RetryThrottlingOnly)
+		in := copyInput(s, v.region, tg)
+		out, err := dst.CopySnapshot(ctx, in, ec2api.Bounded, ec2api.RetryThrottlingOnly)
 		switch {
 		case err == nil:
-			v.recordCopy(dest, s, aws.ToString(out.SnapshotId), now)
+			v.recordCopy(tg, s, aws.ToString(out.SnapshotId), in.TagSpecifications[0].Tags, now)
 			a.started(id, now)
-			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, dest, aws.ToString(out.SnapshotId))
+			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, tg, aws.ToString(out.SnapshotId))
 		case ec2api.IsAmbiguous(err):
-			v.markRequested(id, now)
+			v.markRequested(tg, id, now)
 			a.started(id, now)
-			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, dest)
+			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, tg)
 		case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
 			a.queue(fmt.Errorf("EC2 queued the copy: %s", describeWait(err)))
 			unmark = append(unmark, id)
+		case tg.vault() && ec2api.IsNotFound(err) && t.clock.Since(sharedAt(s)) < t.listingLag:
+			a.queue(fmt.Errorf("the share of %s with account %s is not visible to the vault account yet", id, tg.account))
+			unmark = append(unmark, id)
+		case tg.vault() && ec2api.IsNotFound(err):
+			v.refuse(tg, id, fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
+				"check that %s is the account of the vault credentials: %v", id, tg, tg.account, ConfigVaultAccountID, err))
+			unmark = append(unmark, id)
 		default:
-			v.refuse(id, fmt.Sprintf("copy of snapshot %s to %s refused: %v", id, dest, err))
+			v.refuse(tg, id, fmt.Sprintf("%s of snapshot %s to %s refused: %v", tg.copyName(), id, tg, err))
 			unmark = append(unmark, id)
 		}
 	}
-	t.unmark(ctx, src, v, unmark)
+	t.unmark(ctx, src, v, tg, unmark)
 	return a, a.queued
 }
 
@@ -101,102 +110,124 @@ func describeWait(err error) string {
 	return err.Error()
 }
 
-// markForCopy writes the copy-requested mark on the batch's sources with one CreateTags, then
-// re-reads them so that a source whose deletion began meanwhile is not copied (a deletion marks
-// the source before it looks for copies; whichever marks first is seen by the other). When EC2
-// refuses to mark the whole batch, each source is marked on its own, and only those EC2 refuses
-// fail: one snapshot that cannot be tagged holds up no other.
-func (t *Tracker) markForCopy(ctx context.Context, src ec2api.EC2, v *backupView, batch []types.Snapshot, dest, requestedAt string) ([]types.Snapshot, error) {
+// markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark) on
+// the batch's sources with one CreateTags, then re-reads them so that a source whose deletion
+// began meanwhile is not copied (a deletion marks the source before it looks for copies;
+// whichever marks first is seen by the other). When EC2 refuses to mark the whole batch, each
+// source is marked on its own, and only those EC2 refuses fail: one snapshot that cannot be
+// tagged holds up no other.
+func (t *Tracker) markForCopy(ctx context.Context, src ec2api.EC2, v *backupView, batch []types.Snapshot, tg target, requestedAt string) ([]types.Snapshot, error) {
 	ids := make([]string, len(batch))
 	for i, s := range batch {
 		ids[i] = aws.ToString(s.SnapshotId)
 	}
-	err := t.tag(ctx, src, ids, TagCopyRequestedAt, requestedAt)
+	marks := map[string]string{tg.requestedTag(): requestedAt}
+	if tg.vault() {
+		marks[TagVaultSharedAt] = requestedAt
+	}
+	err := t.tag(ctx, src, ids, marks)
 	switch {
 	case err != nil && ec2api.IsTransient(err):
 		return nil, fmt.Errorf("marking copy requests: %w", err)
 	case err != nil && len(ids) == 1:
-		v.refuse(ids[0], fmt.Sprintf("marking snapshot %s for its copy to %s refused: %v", ids[0], dest, err))
+		v.refuse(tg, ids[0], fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", ids[0], tg.copyName(), tg, err))
 		return nil, nil
 	case err != nil:
 		var kept []string
 		for _, id := range ids {
-			switch err := t.tag(ctx, src, []string{id}, TagCopyRequestedAt, requestedAt); {
+			switch err := t.tag(ctx, src, []string{id}, marks); {
 			case err == nil:
 				kept = append(kept, id)
 			case !ec2api.IsTransient(err):
-				v.refuse(id, fmt.Sprintf("marking snapshot %s for its copy to %s refused: %v", id, dest, err))
+				v.refuse(tg, id, fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", id, tg.copyName(), tg, err))
 			}
 		}
 		ids = kept
 	}
-	v.setTag(ids, TagCopyRequestedAt, requestedAt)
+	for k, val := range marks {
+		v.setTag(ids, k, val)
+	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	current, err := describeSnapshots(ctx, src, []types.Filter{{Name: aws.String("snapshot-id"), Values: ids}}, ec2api.Bounded)
 	if err != nil {
-		t.unmark(ctx, src, v, ids)
+		t.unmark(ctx, src, v, tg, ids)
 		return nil, fmt.Errorf("re-reading the sources marked for copies: %w", err)
 	}
 	deleting := map[string]bool{}
 	for _, s := range current {
-		if tagMap(s.Tags)[TagDeletionRequestedAt] != "" {
+		if tagValue(s.Tags, TagDeletionRequestedAt) != "" {
 			deleting[aws.ToString(s.SnapshotId)] = true
 		}
 	}
 	var marked []types.Snapshot
 	for _, s := range batch {
 		if id := aws.ToString(s.SnapshotId); slices.Contains(ids, id) && !deleting[id] {
+			if now := v.sourceByID(id); now != nil {
+				s = *now // with the marks just written
+			}
 			marked = append(marked, s)
 		}
 	}
 	gone := slices.Collect(maps.Keys(deleting))
 	v.setTag(gone, TagDeletionRequestedAt, "deleting")
-	t.unmark(ctx, src, v, gone)
+	t.unmark(ctx, src, v, tg, gone)
 	return marked, nil
 }
 
-// tag sets one tag on snapshots.
-func (t *Tracker) tag(ctx context.Context, c ec2api.EC2, ids []string, key, value string) error {
-	_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
-		Resources: ids,
-		Tags:      []types.Tag{{Key: aws.String(key), Value: aws.String(value)}},
-	}, ec2api.Bounded)
+// tag sets tags on snapshots.
+func (t *Tracker) tag(ctx context.Context, c ec2api.EC2, ids []string, tags map[string]string) error {
+	in := &ec2.CreateTagsInput{Resources: ids}
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		in.Tags = append(in.Tags, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	_, err := c.CreateTags(ctx, in, ec2api.Bounded)
 	return err
 }
 
-// unmark clears the copy-requested mark of sources whose copy was not asked for. Without the
-// mark the next call may ask again at once; left in place, it only delays them by the listing lag.
-func (t *Tracker) unmark(ctx context.Context, c ec2api.EC2, v *backupView, ids []string) {
+// unmark clears the target's copy-requested mark of sources whose copy was not asked for.
+// Without the mark the next call may ask again at once; left in place, it only delays them by
+// the listing lag. A vault's shared mark stays: it goes only once the share is removed.
+func (t *Tracker) unmark(ctx context.Context, c ec2api.EC2, v *backupView, tg target, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
 	if _, err := c.DeleteTags(ctx, &ec2.DeleteTagsInput{
 		Resources: ids,
-		Tags:      []types.Tag{{Key: aws.String(TagCopyRequestedAt)}},
+		Tags:      []types.Tag{{Key: aws.String(tg.requestedTag())}},
 	}, ec2api.Bounded); err != nil {
 		t.log.WithError(err).Warn("Could not clear copy-request marks")
 		return
 	}
-	v.setTag(ids, TagCopyRequestedAt, "")
+	v.setTag(ids, tg.requestedTag(), "")
 }
 
-// copyInput is the CopySnapshot request for src, following the copy intent tagged on it.
-func copyInput(src types.Snapshot, sourceRegion string) *ec2.CopySnapshotInput {
-	tags := tagMap(src.Tags)
+// copyInput is the CopySnapshot request for src into the target, following the copy intent
+// tagged on it.
+func copyInput(src types.Snapshot, sourceRegion string, tg target) *ec2.CopySnapshotInput {
 	id := aws.ToString(src.SnapshotId)
+	tags := copyTags(src, sourceRegion)
+	kms := tagValue(src.Tags, TagCopyKMSKeyID)
+	if tg.vault() {
+		for _, kv := range [][2]string{{TagSourceAccount, aws.ToString(src.OwnerId)}, {TagVaultLock, tagValue(src.Tags, TagVaultLock)}} {
+			if kv[1] != "" {
+				tags = append(tags, types.Tag{Key: aws.String(kv[0]), Value: aws.String(kv[1])})
+			}
+		}
+		kms = tagValue(src.Tags, TagVaultKMSKeyID)
+	}
 	in := &ec2.CopySnapshotInput{
 		SourceRegion:      aws.String(sourceRegion),
 		SourceSnapshotId:  src.SnapshotId,
-		Description:       aws.String(truncate(fmt.Sprintf("Copy of %s from %s for Velero backup %s", id, sourceRegion, tags[TagBackup]), maxDescriptionLen)),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: copyTags(src, sourceRegion)}},
+		Description:       aws.String(truncate(fmt.Sprintf("Copy of %s from %s for Velero backup %s", id, sourceRegion, tagValue(src.Tags, TagBackup)), maxDescriptionLen)),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tags}},
 	}
-	if k := tags[TagCopyKMSKeyID]; k != "" {
+	if kms != "" {
 		in.Encrypted = aws.Bool(true)
-		in.KmsKeyId = aws.String(k)
+		in.KmsKeyId = aws.String(kms)
 	}
-	if m, err := strconv.Atoi(tags[TagCopyCompletionMinutes]); err == nil && m > 0 {
+	if m, err := strconv.Atoi(tagValue(src.Tags, TagCopyCompletionMinutes)); err == nil && m > 0 && !tg.vault() {
 		in.CompletionDurationMinutes = aws.Int32(int32(m))
 	}
 	return in

@@ -72,9 +72,13 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 			copyRegions[tagMap(sn.Tags)[TagCopyToRegion]] = true
 		}
 	}
+	vaultCopies, err := s.findVaultCopies(ctx, source.id, src)
+	if err != nil {
+		return err
+	}
 	var siblings []regionalSnapshot
 	if src != nil {
-		if copies, err = s.stopCopies(ctx, source, src, copies); err != nil {
+		if copies, vaultCopies, err = s.stopCopies(ctx, source, src, copies, vaultCopies); err != nil {
 			return err
 		}
 		siblings, err = s.siblings(ctx, source, src)
@@ -91,6 +95,11 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 			errs = append(errs, err)
 		}
 	}
+	for _, t := range vaultCopies {
+		if err := s.deleteVaultCopy(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -103,7 +112,7 @@ func (s *Snapshotter) findCopies(ctx context.Context, regions map[string]bool, s
 		if region == "" || region == source.region {
 			continue
 		}
-		copies, err := s.copiesOf(ctx, region, source.id)
+		copies, err := copiesOf(ctx, s.clients, region, source.id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -121,17 +130,19 @@ func (s *Snapshotter) findCopies(ctx context.Context, regions map[string]bool, s
 	return out, nil
 }
 
-// stopCopies makes sure no copy of a source that has none yet starts after its deletion: it
-// marks the source, then reads its copy-requested mark again; a copy asked for within EC2's
-// listing lag is waited for and added to copies.
-func (s *Snapshotter) stopCopies(ctx context.Context, source regionalSnapshot, src *types.Snapshot, copies []regionalSnapshot) ([]regionalSnapshot, error) {
-	dest := tagMap(src.Tags)[TagCopyToRegion]
-	if dest == "" || len(copies) > 0 || src.State != types.SnapshotStateCompleted {
-		return copies, nil
+// stopCopies makes sure no copy (or vault copy) of a source that has none yet starts after its
+// deletion: it marks the source, then reads its copy-requested marks again; a copy asked for
+// within EC2's listing lag is waited for and added to copies (or vaultCopies).
+func (s *Snapshotter) stopCopies(ctx context.Context, source regionalSnapshot, src *types.Snapshot, copies, vaultCopies []regionalSnapshot) ([]regionalSnapshot, []regionalSnapshot, error) {
+	dest, vaultRegion := tagValue(src.Tags, TagCopyToRegion), tagValue(src.Tags, TagVaultRegion)
+	needCopy := dest != "" && len(copies) == 0
+	needVault := vaultRegion != "" && len(vaultCopies) == 0 && s.vault != nil
+	if !needCopy && !needVault || src.State != types.SnapshotStateCompleted {
+		return copies, vaultCopies, nil
 	}
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
 		Resources: []string{source.id},
@@ -140,20 +151,20 @@ func (s *Snapshotter) stopCopies(ctx context.Context, source regionalSnapshot, s
 		s.log.WithError(err).Warnf("Could not mark snapshot %s as being deleted; looking for a copy started meanwhile", source)
 	}
 	again, ok, err := s.describeSnapshot(ctx, source.region, source.id)
-	if err != nil {
-		return nil, err
+	if err != nil || !ok {
+		return copies, vaultCopies, err
 	}
-	if !ok || !s.copyJustRequested(tagMap(again.Tags)[TagCopyRequestedAt]) {
-		return copies, nil
+	if needCopy && s.copyJustRequested(tagValue(again.Tags, TagCopyRequestedAt)) {
+		if copies, err = s.awaitCopies(ctx, s.clients, dest, source.id); err != nil {
+			return nil, nil, err
+		}
 	}
-	found, err := s.awaitCopies(ctx, dest, source.id)
-	if err != nil {
-		return nil, err
+	if needVault && s.copyJustRequested(tagValue(again.Tags, TagVaultRequestedAt)) {
+		if vaultCopies, err = s.awaitCopies(ctx, s.vault, vaultRegion, source.id); err != nil {
+			return nil, nil, err
+		}
 	}
-	for _, cp := range found {
-		copies = append(copies, regionalSnapshot{region: dest, id: aws.ToString(cp.SnapshotId)})
-	}
-	return copies, nil
+	return copies, vaultCopies, nil
 }
 
 // siblings lists the other snapshots made by the CreateSnapshot call that made src, when that
@@ -188,9 +199,10 @@ func (s *Snapshotter) copyJustRequested(requestedAt string) bool {
 	return err == nil && s.clock.Since(at) < s.listingLag
 }
 
-// awaitCopies looks for the copies of a source for as long as EC2 may lag in listing it: a copy requested
-// moments ago may not be listed yet, and deleting only the source would leak it.
-func (s *Snapshotter) awaitCopies(ctx context.Context, region, sourceID string) ([]types.Snapshot, error) {
+// awaitCopies looks for the copies of a source in region, through clients, for as long as EC2
+// may lag in listing them: a copy requested moments ago may not be listed yet, and deleting only
+// the source would leak it.
+func (s *Snapshotter) awaitCopies(ctx context.Context, clients ec2api.Regional, region, sourceID string) ([]regionalSnapshot, error) {
 	end := s.clock.Now().Add(s.listingLag)
 	for wait := time.Second; ; wait *= 2 {
 		left := end.Sub(s.clock.Now())
@@ -200,11 +212,20 @@ func (s *Snapshotter) awaitCopies(ctx context.Context, region, sourceID string) 
 		if err := sleep(ctx, s.clock, min(wait, left)); err != nil {
 			return nil, err
 		}
-		copies, err := s.copiesOf(ctx, region, sourceID)
+		copies, err := copiesOf(ctx, clients, region, sourceID)
 		if err != nil || len(copies) > 0 {
-			return copies, err
+			return inRegion(region, copies), err
 		}
 	}
+}
+
+// inRegion names snaps as snapshots of region.
+func inRegion(region string, snaps []types.Snapshot) []regionalSnapshot {
+	out := make([]regionalSnapshot, len(snaps))
+	for i, sn := range snaps {
+		out[i] = regionalSnapshot{region: region, id: aws.ToString(sn.SnapshotId)}
+	}
+	return out
 }
 
 func (s *Snapshotter) deleteOne(ctx context.Context, t regionalSnapshot) error {
@@ -236,9 +257,9 @@ func (s *Snapshotter) describeSnapshot(ctx context.Context, region, id string) (
 	return out.Snapshots[0], true, nil
 }
 
-// copiesOf lists the copies of a source snapshot that region holds.
-func (s *Snapshotter) copiesOf(ctx context.Context, region, sourceID string) ([]types.Snapshot, error) {
-	c, err := s.clients(ctx, region)
+// copiesOf lists the copies of a source snapshot that region holds, seen through clients.
+func copiesOf(ctx context.Context, clients ec2api.Regional, region, sourceID string) ([]types.Snapshot, error) {
+	c, err := clients(ctx, region)
 	if err != nil {
 		return nil, err
 	}

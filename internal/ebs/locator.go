@@ -18,6 +18,23 @@ type Place struct {
 	Clients ec2api.Regional
 	// Note says why the default credential chain is used, when it is.
 	Note string
+	// Vault reaches EC2 with the credentials of the location's vault account; nil when the
+	// location has none.
+	Vault ec2api.Regional
+}
+
+// clientsFor returns the clients of the target's account: the vault's for a vault, the
+// location's otherwise. ok is false when the place has no credentials for the vault.
+func (p Place) clientsFor(ctx context.Context, tg target) (c ec2api.EC2, ok bool, err error) {
+	clients := p.Clients
+	if tg.vault() {
+		if p.Vault == nil {
+			return nil, false, nil
+		}
+		clients = p.Vault
+	}
+	c, err = clients(ctx, tg.region)
+	return c, err == nil, err
 }
 
 // Locator finds the places where a backup's (or a restore's) operation in region may have its
@@ -28,7 +45,9 @@ type Locator interface {
 }
 
 // fixedPlace is the one place of a Tracker or VolumeWatcher made without a Locator.
-func fixedPlace(clients ec2api.Regional) []Place { return []Place{{Clients: clients}} }
+func fixedPlace(clients, vault ec2api.Regional) []Place {
+	return []Place{{Clients: clients, Vault: vault}}
+}
 
 // where names a place for messages: "with the credentials of location X", or nothing.
 func (p Place) where() string {
@@ -72,7 +91,11 @@ func (l resolvedLocator) RestorePlaces(ctx context.Context, restore *velerov1.Re
 func (l resolvedLocator) places(c location.Choice) []Place {
 	out := make([]Place, 0, len(c.Locations))
 	for _, loc := range c.Locations {
-		out = append(out, Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note})
+		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note}
+		if loc.Vault != nil {
+			p.Vault = l.clients.ForCredentials(*loc.Vault)
+		}
+		out = append(out, p)
 	}
 	return out
 }

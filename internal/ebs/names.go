@@ -51,6 +51,28 @@ const (
 	TagSourceSnapshotID = tagPrefix + "source-snapshot-id"
 	// TagSourceRegion, on a copy, names the region of the snapshot it was copied from.
 	TagSourceRegion = tagPrefix + "source-region"
+	// TagSourceAccount, on a vault copy, names the account of the snapshot it was copied from.
+	TagSourceAccount = tagPrefix + "source-account"
+	// TagVaultAccount, on a source snapshot, names the account its vault copy goes to.
+	TagVaultAccount = tagPrefix + "vault-account"
+	// TagVaultRegion, on a source snapshot, names the region of its vault copy.
+	TagVaultRegion = tagPrefix + "vault-region"
+	// TagVaultKMSKeyID, on a source snapshot, names the vault account's KMS key that encrypts
+	// its vault copy.
+	TagVaultKMSKeyID = tagPrefix + "vault-kms-key-id"
+	// TagVaultLock, on a source snapshot, asks for a lock on its vault copy:
+	// "<mode>:<days>[:<cool-off hours>]".
+	TagVaultLock = tagPrefix + "vault-lock"
+	// TagVaultRequestedAt, on a source snapshot, records when its vault copy was last requested
+	// (RFC 3339), as TagCopyRequestedAt does for the regional copy.
+	TagVaultRequestedAt = tagPrefix + "vault-requested-at"
+	// TagVaultSharedAt, on a source snapshot, is written before the snapshot is shared with the
+	// vault account (RFC 3339) and removed once the share is removed: while it is there, the
+	// snapshot may be shared.
+	TagVaultSharedAt = tagPrefix + "vault-shared-at"
+	// TagBackupDeletedAt, on a vault copy kept by its lock or by vaultRetainOnDelete, records
+	// when its backup was deleted (RFC 3339).
+	TagBackupDeletedAt = tagPrefix + "backup-deleted-at"
 	// TagVolumeType, TagVolumeIOPS and TagVolumeThroughput record the volume's settings
 	// so a restore can recreate them.
 	TagVolumeType       = tagPrefix + "volume-type"
@@ -69,4 +91,14 @@ const (
 	ConfigCopyKMSKeyID                  = "copyKmsKeyId"
 	ConfigCopyCompletionDurationMinutes = "copyCompletionDurationMinutes"
 	ConfigRestoreAvailabilityZone       = "restoreAvailabilityZone"
+	ConfigVaultAccountID                = "vaultAccountId"
+	ConfigVaultCredentialSecret         = "vaultCredentialSecret"
+	ConfigVaultCredentialKey            = "vaultCredentialKey"
+	ConfigVaultProfile                  = "vaultProfile"
+	ConfigVaultRegion                   = "vaultRegion"
+	ConfigVaultKMSKeyID                 = "vaultKmsKeyId"
+	ConfigVaultLockMode                 = "vaultLockMode"
+	ConfigVaultLockDurationDays         = "vaultLockDurationDays"
+	ConfigVaultLockCoolOffHours         = "vaultLockCoolOffHours"
+	ConfigVaultRetainOnDelete           = "vaultRetainOnDelete"
 )

@@ -6,6 +6,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/utils/clock"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 // Defaults of the settings below, and the fixed margins the plugin works with.
@@ -45,6 +47,7 @@ type settings struct {
 	clusterName    string
 	handoff        *Handoff
 	locator        Locator
+	vault          ec2api.Regional
 }
 
 func newSettings(opts []Option) settings {
@@ -105,3 +108,7 @@ func WithHandoff(h *Handoff) Option { return func(s *settings) { s.handoff = h }
 // where l says the backup's locations are, with their credentials, instead of only through the
 // clients they were made with.
 func WithLocator(l Locator) Option { return func(s *settings) { s.locator = l } }
+
+// WithVaultClients gives the EC2 clients of the vault account's credentials: a Snapshotter
+// deletes vault copies with them, and a Tracker made without a Locator copies into the vault.
+func WithVaultClients(c ec2api.Regional) Option { return func(s *settings) { s.vault = c } }

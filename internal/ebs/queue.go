@@ -21,35 +21,44 @@ const (
 	copyNever
 )
 
-// copyQueue holds, per destination region, the completed sources of one description whose copy
+// copyQueue holds, per target, the completed sources of one description whose copy
 // this process may start, oldest first. Sources ruled out are dropped as a walk meets them, so
 // that each of a reconcile's Progress calls looks at only the few sources it starts or skips,
 // however large the backup: a walk over every source in each call made a reconcile's cost grow
 // with the square of its operations. It owns its state: only its methods change it.
 type copyQueue struct {
-	// ready holds, per destination, the sources an operation follows or certainly will (the one
-	// of their PV carrying the backup's UID), oldest first.
-	ready map[string][]*types.Snapshot
-	// unclaimed holds, by ID, the other completed sources bound for a destination: they join
-	// ready when an operation claims them.
-	unclaimed map[string]*types.Snapshot
+	// ready holds, per target, the sources an operation follows or certainly will (the one of
+	// their PV carrying the backup's UID), oldest first.
+	ready map[target][]*types.Snapshot
+	// unclaimed holds, by ID, the other completed sources bound for targets: they join ready
+	// when an operation claims them.
+	unclaimed map[string]unclaimedSource
+}
+
+// unclaimedSource is a source of a copyQueue that waits for its operation's claim.
+type unclaimedSource struct {
+	snap    *types.Snapshot
+	targets []target
 }
 
 func newCopyQueue() *copyQueue {
-	return &copyQueue{ready: map[string][]*types.Snapshot{}, unclaimed: map[string]*types.Snapshot{}}
+	return &copyQueue{ready: map[target][]*types.Snapshot{}, unclaimed: map[string]unclaimedSource{}}
 }
 
-// add queues a completed source bound for dest: in ready when known to be followed, else until
-// claimed.
-func (q *copyQueue) add(s *types.Snapshot, dest string, followed bool) {
+// add queues a completed source bound for the target: in ready when known to be followed, else
+// until claimed.
+func (q *copyQueue) add(s *types.Snapshot, tg target, followed bool) {
 	if !followed {
-		q.unclaimed[aws.ToString(s.SnapshotId)] = s
+		id := aws.ToString(s.SnapshotId)
+		u := q.unclaimed[id]
+		u.snap, u.targets = s, append(u.targets, tg)
+		q.unclaimed[id] = u
 		return
 	}
-	q.ready[dest] = append(q.ready[dest], s)
+	q.ready[tg] = append(q.ready[tg], s)
 }
 
-// sort orders every destination's sources oldest first; add leaves them unordered.
+// sort orders every target's sources oldest first; add leaves them unordered.
 func (q *copyQueue) sort() {
 	for _, ss := range q.ready {
 		slices.SortFunc(ss, olderFirst)
@@ -57,22 +66,24 @@ func (q *copyQueue) sort() {
 }
 
 // claim moves the source with this ID, claimed by an operation, into ready.
-func (q *copyQueue) claim(id, dest string) {
-	s, ok := q.unclaimed[id]
+func (q *copyQueue) claim(id string) {
+	u, ok := q.unclaimed[id]
 	if !ok {
 		return
 	}
 	delete(q.unclaimed, id)
-	ss := q.ready[dest]
-	i, _ := slices.BinarySearchFunc(ss, s, olderFirst)
-	q.ready[dest] = slices.Insert(ss, i, s)
+	for _, tg := range u.targets {
+		ss := q.ready[tg]
+		i, _ := slices.BinarySearchFunc(ss, u.snap, olderFirst)
+		q.ready[tg] = slices.Insert(ss, i, u.snap)
+	}
 }
 
-// take returns up to limit of dest's sources that judge lets be copied now, oldest first, and
-// drops those it rules out.
-func (q *copyQueue) take(dest string, limit int, judge func(*types.Snapshot) verdict) []types.Snapshot {
+// take returns up to limit of the target's sources that judge lets be copied now, oldest first,
+// and drops those it rules out.
+func (q *copyQueue) take(tg target, limit int, judge func(*types.Snapshot) verdict) []types.Snapshot {
 	var out []types.Snapshot
-	ss := q.ready[dest]
+	ss := q.ready[tg]
 	kept := ss[:0]
 	i := 0
 	for ; i < len(ss) && len(out) < limit; i++ {
@@ -84,7 +95,7 @@ func (q *copyQueue) take(dest string, limit int, judge func(*types.Snapshot) ver
 			kept = append(kept, ss[i])
 		}
 	}
-	q.ready[dest] = append(kept, ss[i:]...)
+	q.ready[tg] = append(kept, ss[i:]...)
 	return out
 }
 

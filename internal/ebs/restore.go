@@ -82,7 +82,7 @@ func (s *Snapshotter) restorableSnapshot(ctx context.Context, snapshotID string)
 		}
 		return snap, nil
 	}
-	copies, err := s.copiesOf(ctx, here, snapshotID)
+	copies, err := copiesOf(ctx, s.clients, here, snapshotID)
 	if err != nil {
 		return types.Snapshot{}, err
 	}

@@ -17,9 +17,12 @@ import (
 // empty: a bucket of B requests refilled at R per second is full B/R seconds after it was.
 const copyRequestWindow = time.Duration(ec2api.CopySnapshotBurst/ec2api.CopySnapshotRefill) * time.Second
 
-// slotKey names one account's copies into one destination region, as one location's
-// credentials see them.
-type slotKey struct{ location, dest string }
+// slotKey names one account's copies into one target, as one location's credentials (or its
+// vault's) see them.
+type slotKey struct {
+	location string
+	tg       target
+}
 
 // copySlots is what EC2 lists of one account's copies in flight into one destination region,
 // plus the copies this process asked for that EC2 does not list yet. EC2's quota of concurrent
@@ -39,16 +42,16 @@ type slotKey struct{ location, dest string }
 type copySlots struct {
 	cycle
 	place Place
-	dest  string
+	tg    target
 
-	pending  []types.Snapshot     // the account's copies in flight into dest, as last listed
+	pending  []types.Snapshot     // the account's copies in flight into the target, as last listed
 	listed   map[string]bool      // source IDs of the plugin's copies among them
 	unlisted map[string]time.Time // source ID -> when this process asked for its copy, until EC2 lists it
-	queued   error                // why EC2 queued a copy into dest since the last listing
+	queued   error                // why EC2 queued a copy into the target since the last listing
 }
 
-func newCopySlots(place Place, dest string, clk clock.Clock) *copySlots {
-	return &copySlots{cycle: cycle{clock: clk}, place: place, dest: dest, unlisted: map[string]time.Time{}}
+func newCopySlots(place Place, tg target, clk clock.Clock) *copySlots {
+	return &copySlots{cycle: cycle{clock: clk}, place: place, tg: tg, unlisted: map[string]time.Time{}}
 }
 
 // load lists the account's pending snapshots in the destination (one paginated
@@ -58,14 +61,14 @@ func (a *copySlots) load(ctx context.Context, ttl, listingLag time.Duration) err
 }
 
 func (a *copySlots) list(ctx context.Context, listingLag time.Duration) error {
-	c, err := a.place.Clients(ctx, a.dest)
+	c, _, err := a.place.clientsFor(ctx, a.tg)
 	if err != nil {
 		return err
 	}
 	pendingOnly := types.Filter{Name: aws.String("status"), Values: []string{string(types.SnapshotStatePending)}}
 	snaps, err := describeSnapshots(ctx, c, []types.Filter{pendingOnly}, ec2api.Bounded)
 	if err != nil {
-		return fmt.Errorf("describing the account's pending copies in %s %s: %w", a.dest, a.place.where(), err)
+		return fmt.Errorf("describing the account's pending copies in %s %s: %w", a.tg, a.place.where(), err)
 	}
 	a.pending = slices.DeleteFunc(snaps, func(s types.Snapshot) bool { return !isCopy(s) })
 	a.listed = map[string]bool{}
@@ -137,13 +140,13 @@ func copyRequestAllowance(v *backupView, a *copySlots, now time.Time) int {
 // last copyRequestWindow (see copyRequestAllowance).
 func recentCopyRequests(v *backupView, a *copySlots, now time.Time) int {
 	since := now.Add(-copyRequestWindow)
-	return a.startedSince(since) + v.finishedCopiesStartedSince(a.dest, since)
+	return a.startedSince(since) + v.finishedCopiesStartedSince(a.tg, since)
 }
 
 // slotCounts says how many copies are in flight into the destination: in the account, and of
 // the backup.
 func slotCounts(v *backupView, a *copySlots) string {
-	return fmt.Sprintf("%d copies in flight in the account, %d of this backup", a.inFlight(), v.inFlight(a.dest))
+	return fmt.Sprintf("%d copies in flight in the account, %d of this backup", a.inFlight(), v.inFlight(a.tg))
 }
 
 // slotNote is slotCounts in parentheses after a space, or nothing without a listing of the
@@ -159,17 +162,19 @@ func slotNote(v *backupView, a *copySlots) string {
 // free in the account, EC2's request rate is spent, or this description's time for starting
 // copies is. Without a listing of the account (nothing of the backup awaited a copy), it says
 // only what the backup shows.
-func (t *Tracker) slotWait(v *backupView, a *copySlots, srcID, dest string) string {
+func (t *Tracker) slotWait(v *backupView, a *copySlots, srcID string, tg target) string {
 	now := t.clock.Now()
 	switch {
+	case a == nil && v.inFlight(tg) >= t.copyLimit:
+		return fmt.Sprintf("waiting for a copy slot in %s (%d copies of this backup in flight, EC2's limit)", tg, v.inFlight(tg))
 	case a == nil:
-		return fmt.Sprintf("waiting to copy %s to %s (%d copies of this backup in flight)", srcID, dest, v.inFlight(dest))
+		return fmt.Sprintf("waiting to copy %s to %s (%d copies of this backup in flight)", srcID, tg, v.inFlight(tg))
 	case a.inFlight() >= t.copyLimit:
-		return "waiting for a copy slot in " + dest + slotNote(v, a)
+		return "waiting for a copy slot in " + tg.String() + slotNote(v, a)
 	case copyRequestAllowance(v, a, now) <= 0:
 		return fmt.Sprintf("waiting for EC2's CopySnapshot request rate in %s (%d copies started in the last %s; %s)",
-			dest, recentCopyRequests(v, a, now), copyRequestWindow, slotCounts(v, a))
+			tg, recentCopyRequests(v, a, now), copyRequestWindow, slotCounts(v, a))
 	default:
-		return fmt.Sprintf("waiting to copy %s to %s: this reconcile's time for starting copies is spent%s", srcID, dest, slotNote(v, a))
+		return fmt.Sprintf("waiting to copy %s to %s: this reconcile's time for starting copies is spent%s", srcID, tg, slotNote(v, a))
 	}
 }

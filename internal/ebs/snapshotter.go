@@ -95,13 +95,21 @@ const (
 )
 
 // laterMarks counts the tags the plugin may add to a source snapshot after creating it: the
-// recorded mark, and for a source with a copy the copy-requested, copy-cancelled and
-// deletion marks. CreateSnapshot leaves room for them under EC2's 50.
-func laterMarks(withCopy bool) int {
-	if withCopy {
-		return 4
+// recorded mark; for a source with a copy or a vault copy, the copy-cancelled and deletion
+// marks; and for each copy its requested mark (and for the vault copy its shared mark).
+// CreateSnapshot leaves room for them under EC2's 50.
+func laterMarks(withCopy, withVault bool) int {
+	n := 1
+	if withCopy || withVault {
+		n += 2
 	}
-	return 1
+	if withCopy {
+		n++
+	}
+	if withVault {
+		n += 2
+	}
+	return n
 }
 
 // CreateSnapshot starts a snapshot of the volume and returns its ID at once. It makes exactly
@@ -135,7 +143,7 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	if uid := s.handoff.UID(veleroTags[TagBackup], veleroTags[TagPV], volumeID); uid != "" {
 		own[TagBackupUID] = uid
 	}
-	limit := maxTags - laterMarks(s.cfg.CopyToRegion != "")
+	limit := maxTags - laterMarks(s.cfg.CopyToRegion != "", s.cfg.Vault.Enabled())
 	tags, dropped := mergeTags(limit, own, pick(veleroTags, TagBackup, TagPV), labelTags, volumeTags)
 	if len(dropped) > 0 {
 		s.log.WithField("volumeID", volumeID).Infof("Tags left off the snapshot (reserved, too long, or beyond EC2's %d): %v", maxTags, dropped)
@@ -291,8 +299,8 @@ func newCreateToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// intentTags are the plugin's own tags on a source snapshot: where its copy goes, and the
-// volume settings a restore recreates.
+// intentTags are the plugin's own tags on a source snapshot: where its copy and its vault copy
+// go, and the volume settings a restore recreates.
 func (s *Snapshotter) intentTags(vol types.Volume) map[string]string {
 	t := map[string]string{TagVolumeType: string(vol.VolumeType)}
 	if vol.Iops != nil {
@@ -309,6 +317,15 @@ func (s *Snapshotter) intentTags(vol types.Volume) map[string]string {
 	}
 	if s.cfg.CopyCompletionMinutes != 0 {
 		t[TagCopyCompletionMinutes] = strconv.Itoa(int(s.cfg.CopyCompletionMinutes))
+	}
+	if v := s.cfg.Vault; v.Enabled() {
+		t[TagVaultAccount], t[TagVaultRegion] = v.AccountID, v.Region
+		if v.KMSKeyID != "" {
+			t[TagVaultKMSKeyID] = v.KMSKeyID
+		}
+		if v.Lock.Mode != "" {
+			t[TagVaultLock] = v.Lock.String()
+		}
 	}
 	return t
 }

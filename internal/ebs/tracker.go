@@ -93,7 +93,7 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 
 // lookup finds the operation's snapshot in the places of its backup and region.
 func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Backup) (lookup, error) {
-	places := fixedPlace(t.clients)
+	places := fixedPlace(t.clients, t.vault)
 	if t.locator != nil {
 		var err error
 		if places, err = t.locator.BackupPlaces(ctx, backup, op.Region); err != nil {
@@ -125,21 +125,19 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 	return l, nil
 }
 
-// report reports an operation whose snapshot is known, starting copies on the way.
+// report reports an operation whose snapshot is known, starting copies on the way. Each
+// phase counts 100 units: the snapshot, then its copy and its vault copy when asked for.
 func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *types.Snapshot, p velero.OperationProgress) velero.OperationProgress {
 	srcID := aws.ToString(src.SnapshotId)
-	tags := tagMap(src.Tags)
-	dest := tags[TagCopyToRegion]
+	targets := targetsOf(src)
 	p.Started = aws.ToTime(src.StartTime)
-	p.NTotal = 100
-	var slots *copySlots
-	var fillErr error
-	if dest != "" {
-		p.NTotal = 200
-		slots, fillErr = t.fillCopySlots(ctx, v, dest)
-		if now := v.sourceByID(srcID); now != nil { // as marked by the fill
-			src, tags = now, tagMap(now.Tags)
-		}
+	p.NTotal = 100 * int64(1+len(targets))
+	fills := make([]fill, len(targets))
+	for i, tg := range targets {
+		fills[i].slots, fills[i].err = t.fillCopySlots(ctx, v, tg)
+	}
+	if now := v.sourceByID(srcID); now != nil { // as marked by the fill
+		src = now
 	}
 	switch src.State {
 	case types.SnapshotStateError:
@@ -152,35 +150,29 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 		return p
 	}
 	p.NCompleted = 100
-	if dest == "" {
-		p.Completed = true
-		p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
+	var waiting, done []string
+	for i, tg := range targets {
+		ph := t.copyPhase(ctx, v, src, tg, fills[i])
+		p.NCompleted += ph.units
+		if ph.err != "" {
+			p.Completed = true
+			p.Err = ph.err
+			return p
+		}
+		if ph.done {
+			done = append(done, ph.desc)
+		} else {
+			waiting = append(waiting, ph.desc)
+		}
+	}
+	if len(waiting) > 0 {
+		p.Description = strings.Join(waiting, "; ")
 		return p
 	}
-	cp := v.copyOf(srcID)
-	now := t.clock.Now()
-	switch {
-	case cp == nil && v.refused[srcID] != "":
-		p.Completed = true
-		p.Err = v.refused[srcID]
-	case cp == nil && tags[TagDeletionRequestedAt] != "":
-		p.Description = fmt.Sprintf("snapshot %s is being deleted with its backup; no copy to %s is started", srcID, dest)
-	case cp == nil && fillErr != nil:
-		p.Description = fmt.Sprintf("waiting to copy %s to %s: %v%s", srcID, dest, fillErr, slotNote(v, slots))
-	case cp == nil && v.recentlyRequested(src, now, t.listingLag):
-		p.Description = fmt.Sprintf("copy of %s to %s requested; waiting for EC2 to list it", srcID, dest)
-	case cp == nil:
-		p.Description = t.slotWait(v, slots, srcID, dest)
-	case cp.State == types.SnapshotStateError:
-		p.Completed = true
-		p.Err = fmt.Sprintf("copy %s of snapshot %s to %s failed: %s", aws.ToString(cp.SnapshotId), srcID, dest, aws.ToString(cp.StateMessage))
-	case cp.State == types.SnapshotStatePending:
-		p.NCompleted += percent(cp.Progress)
-		p.Description = fmt.Sprintf("copy %s to %s: %s", aws.ToString(cp.SnapshotId), dest, progressText(cp.Progress))
-	default:
-		p.Completed = true
-		p.NCompleted = 200
-		p.Description = fmt.Sprintf("snapshot %s in %s and its copy %s in %s completed", srcID, op.Region, aws.ToString(cp.SnapshotId), dest)
+	p.Completed = true
+	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
+	if len(done) > 0 {
+		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
 	}
 	return p
 }
@@ -248,8 +240,8 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 	}
 	v, src := l.view, l.res.source
 	srcID := aws.ToString(src.SnapshotId)
-	dest := tagMap(src.Tags)[TagCopyToRegion]
-	if dest == "" {
+	targets := targetsOf(src)
+	if len(targets) == 0 {
 		return nil
 	}
 	v.cancel(srcID)
@@ -257,21 +249,39 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 	if err != nil {
 		return err
 	}
-	if err := t.tag(ctx, c, []string{srcID}, TagCopyCancelled, t.clock.Now().UTC().Format(time.RFC3339)); err != nil {
+	if err := t.tag(ctx, c, []string{srcID}, map[string]string{TagCopyCancelled: t.clock.Now().UTC().Format(time.RFC3339)}); err != nil {
 		t.log.WithError(err).Warnf("Could not mark snapshot %s as cancelled; a later Progress call of this process will still not copy it", srcID)
 	}
-	cp := v.copyOf(srcID)
-	if cp == nil || cp.State != types.SnapshotStatePending {
+	var errs []error
+	for _, tg := range targets {
+		if err := t.stopCopy(ctx, v, src, tg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopCopy deletes the source's copy into the target while it is pending (a locked vault copy
+// stays), and removes the source's share with a vault.
+func (t *Tracker) stopCopy(ctx context.Context, v *backupView, src *types.Snapshot, tg target) error {
+	srcID := aws.ToString(src.SnapshotId)
+	if tg.vault() {
+		if err := t.unshare(ctx, v, src, tg); err != nil {
+			return err
+		}
+	}
+	cp := v.copyOf(tg, srcID)
+	if cp == nil || cp.State != types.SnapshotStatePending || locked(v.lockState(aws.ToString(cp.SnapshotId))) {
 		return nil
 	}
-	dc, err := v.place.Clients(ctx, dest)
-	if err != nil {
+	dc, ok, err := v.place.clientsFor(ctx, tg)
+	if err != nil || !ok {
 		return err
 	}
 	if _, err := dc.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: cp.SnapshotId}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
-		return fmt.Errorf("deleting pending copy %s in %s: %w", aws.ToString(cp.SnapshotId), dest, err)
+		return fmt.Errorf("deleting pending %s %s in %s: %w", tg.copyName(), aws.ToString(cp.SnapshotId), tg, err)
 	}
-	t.log.Infof("Cancelled: deleted pending copy %s of %s in %s", aws.ToString(cp.SnapshotId), srcID, dest)
+	t.log.Infof("Cancelled: deleted pending %s %s of %s in %s", tg.copyName(), aws.ToString(cp.SnapshotId), srcID, tg)
 	return nil
 }
 
@@ -312,13 +322,13 @@ func (t *Tracker) view(ctx context.Context, place Place, region string, id backu
 	return v, nil
 }
 
-// accountSlots returns the account's copies in flight into dest as place sees them, listed again
+// accountSlots returns the account's copies in flight into the target as place sees them, listed again
 // when the cached listing is older than the cache lifetime; a failed listing is cached as well.
-func (t *Tracker) accountSlots(ctx context.Context, place Place, dest string) (*copySlots, error) {
-	key := slotKey{location: place.Location, dest: dest}
+func (t *Tracker) accountSlots(ctx context.Context, place Place, tg target) (*copySlots, error) {
+	key := slotKey{location: place.Location, tg: tg}
 	a, ok := t.slots[key]
 	if !ok {
-		a = newCopySlots(place, dest, t.clock)
+		a = newCopySlots(place, tg, t.clock)
 		t.slots[key] = a
 	}
 	if err := a.load(ctx, t.cacheTTL, t.listingLag); err != nil {

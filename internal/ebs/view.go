@@ -18,9 +18,10 @@ import (
 type viewKey struct{ region, backup, uid, location string }
 
 // backupView is what EC2 holds for one backup in one source region, seen with one location's
-// credentials: the snapshots tagged with the backup's name by volume, and their copies by
-// destination region, as described at one moment; plus what this process has learnt and done
-// since. It owns all of that state: only its methods change it.
+// credentials: the snapshots tagged with the backup's name by volume, their copies by target
+// (the copy region, the vault account) and the vault copies' locks, as described at one moment;
+// plus what this process has learnt and done since. It owns all of that state: only its
+// methods change it.
 type backupView struct {
 	cycle
 	place  Place
@@ -30,30 +31,31 @@ type backupView struct {
 	sources   map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
 	byID      map[string]*types.Snapshot             // source ID -> its snapshot in sources
 	owns      int                                    // how many of the sources the backup owns
-	copies    map[string]map[string][]types.Snapshot // destination -> source ID -> copies
-	pending   map[string]int                         // destination -> copies still pending
-	finished  map[string][]time.Time                 // destination -> start times of the copies no longer pending, earliest first
+	copies    map[target]map[string][]types.Snapshot // target -> source ID -> copies
+	locks     map[string]types.LockState             // vault copy ID -> its lock's state, when locked
+	pending   map[target]int                         // target -> copies still pending
+	finished  map[target][]time.Time                 // target -> start times of the copies no longer pending, earliest first
 	queue     *copyQueue                             // the sources that may await a copy
 	fillSpent time.Duration                          // time spent starting copies since the last description
 
-	requested map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
-	refused   map[string]string    // source ID -> why its copy cannot be made
-	claimed   map[string]bool      // source IDs an operation of this process follows
-	cancelled map[string]bool      // source IDs whose operation Velero cancelled
-	deleted   map[string]bool      // strays this process deleted
+	requested map[target]map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
+	refused   map[target]map[string]string    // source ID -> why its copy cannot be made
+	claimed   map[string]bool                 // source IDs an operation of this process follows
+	cancelled map[string]bool                 // source IDs whose operation Velero cancelled
+	deleted   map[string]bool                 // strays this process deleted
 }
 
 func newBackupView(place Place, region string, id backupIdentity, clk clock.Clock) *backupView {
 	return &backupView{
 		cycle: cycle{clock: clk}, place: place, region: region, id: id,
-		requested: map[string]time.Time{}, refused: map[string]string{},
+		requested: map[target]map[string]time.Time{}, refused: map[target]map[string]string{},
 		claimed: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
 	}
 }
 
-// load describes the backup's snapshots in the source region, then their copies in every region
-// the sources name (one paginated DescribeSnapshots per region), when the last description is
-// older than ttl.
+// load describes the backup's snapshots in the source region, then their copies in every target
+// the sources name (one paginated DescribeSnapshots per target) and the vault copies' locks,
+// when the last description is older than ttl.
 func (v *backupView) load(ctx context.Context, ttl, listingLag time.Duration) error {
 	return v.refresh(ttl, func() error { return v.describe(ctx, listingLag) })
 }
@@ -68,47 +70,57 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 		return fmt.Errorf("describing the snapshots of backup %s in %s %s: %w", v.id.name, v.region, v.place.where(), err)
 	}
 	sources := map[string][]types.Snapshot{}
-	destinations := map[string]bool{}
+	targets := map[target]bool{}
 	for _, sn := range snaps {
-		tags := tagMap(sn.Tags)
-		if tags[TagSourceSnapshotID] != "" {
+		if tagValue(sn.Tags, TagSourceSnapshotID) != "" {
 			continue
 		}
 		vol := aws.ToString(sn.VolumeId)
 		sources[vol] = append(sources[vol], sn)
-		if d := tags[TagCopyToRegion]; d != "" {
-			destinations[d] = true
+		for _, tg := range targetsOf(&sn) {
+			targets[tg] = true
 		}
 	}
-	copies := map[string]map[string][]types.Snapshot{}
-	for d := range destinations {
-		dc, err := v.place.Clients(ctx, d)
+	copies := map[target]map[string][]types.Snapshot{}
+	locks := map[string]types.LockState{}
+	for tg := range targets {
+		dc, ok, err := v.place.clientsFor(ctx, tg)
 		if err != nil {
 			return err
 		}
+		if !ok {
+			continue // the vault phase says why its copies cannot be seen
+		}
 		found, err := describeSnapshots(ctx, dc, []types.Filter{tagFilter(TagBackup, v.id.name), tagFilter(TagSourceRegion, v.region)}, ec2api.Bounded)
 		if err != nil {
-			return fmt.Errorf("describing the copies of backup %s in %s %s: %w", v.id.name, d, v.place.where(), err)
+			return fmt.Errorf("describing the %s of backup %s in %s %s: %w", tg.copiesName(), v.id.name, tg, v.place.where(), err)
 		}
-		copies[d] = map[string][]types.Snapshot{}
+		copies[tg] = map[string][]types.Snapshot{}
 		for _, cp := range found {
-			src := tagMap(cp.Tags)[TagSourceSnapshotID]
-			copies[d][src] = append(copies[d][src], cp)
+			src := tagValue(cp.Tags, TagSourceSnapshotID)
+			copies[tg][src] = append(copies[tg][src], cp)
+		}
+		if tg.vault() {
+			if err := describeLocks(ctx, dc, found, locks); err != nil {
+				return fmt.Errorf("describing the locks of the vault copies of backup %s in %s %s: %w", v.id.name, tg, v.place.where(), err)
+			}
 		}
 	}
-	v.sources, v.copies, v.fillSpent = sources, copies, 0
+	v.sources, v.copies, v.locks, v.fillSpent = sources, copies, locks, 0
 	v.index()
 	now := v.clock.Now()
-	for id, at := range v.requested {
-		if v.copyOf(id) != nil || now.Sub(at) >= listingLag {
-			delete(v.requested, id)
+	for tg, ids := range v.requested {
+		for id, at := range ids {
+			if v.copyOf(tg, id) != nil || now.Sub(at) >= listingLag {
+				delete(ids, id)
+			}
 		}
 	}
 	return nil
 }
 
 // index derives from a new description what each Progress call would otherwise walk every
-// snapshot for: the sources by ID, how many the backup owns, the copies' counts by destination
+// snapshot for: the sources by ID, how many the backup owns, the copies' counts by target
 // and the sources that may await a copy.
 func (v *backupView) index() {
 	v.byID, v.owns, v.queue = map[string]*types.Snapshot{}, 0, newCopyQueue()
@@ -122,12 +134,15 @@ func (v *backupView) index() {
 		}
 	}
 	for _, s := range v.byID {
-		if dest := tagValue(s.Tags, TagCopyToRegion); dest != "" && s.State == types.SnapshotStateCompleted {
-			v.queue.add(s, dest, v.claimed[aws.ToString(s.SnapshotId)] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s))
+		if s.State != types.SnapshotStateCompleted {
+			continue
+		}
+		for _, tg := range targetsOf(s) {
+			v.queue.add(s, tg, v.claimed[aws.ToString(s.SnapshotId)] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s))
 		}
 	}
 	v.queue.sort()
-	v.pending, v.finished = map[string]int{}, map[string][]time.Time{}
+	v.pending, v.finished = map[target]int{}, map[target][]time.Time{}
 	for dest, bySource := range v.copies {
 		for _, cs := range bySource {
 			for _, c := range cs {
@@ -148,7 +163,7 @@ func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
 	if res.source != nil {
 		id := aws.ToString(res.source.SnapshotId)
 		v.claimed[id] = true
-		v.queue.claim(id, tagValue(res.source.Tags, TagCopyToRegion))
+		v.queue.claim(id)
 	}
 	return res
 }
@@ -156,17 +171,10 @@ func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
 // owned counts the snapshots of the backup this view lists, over every volume.
 func (v *backupView) owned() int { return v.owns }
 
-// copyOf returns a source's copy in its destination: a completed one, else a pending one, else
-// a failed one.
-func (v *backupView) copyOf(sourceID string) *types.Snapshot {
-	for _, byDest := range v.copies {
-		if cs := byDest[sourceID]; len(cs) > 0 {
-			if c := preferred(cs, types.SnapshotStatePending, types.SnapshotStateError); c != nil {
-				return c
-			}
-		}
-	}
-	return nil
+// copyOf returns a source's copy in the target: a completed one, else a pending one, else a
+// failed one.
+func (v *backupView) copyOf(tg target, sourceID string) *types.Snapshot {
+	return preferred(v.copies[tg][sourceID], types.SnapshotStatePending, types.SnapshotStateError)
 }
 
 // preferred returns the earliest snapshot in the best state: states listed later are worse,
@@ -191,37 +199,37 @@ func preferred(snaps []types.Snapshot, worse ...types.SnapshotState) *types.Snap
 	return best
 }
 
-// inFlight counts the backup's copies into dest that are still pending, including those
+// inFlight counts the backup's copies into the target that are still pending, including those
 // requested by this process that EC2 does not list yet.
-func (v *backupView) inFlight(dest string) int {
-	n := v.pending[dest]
-	for id := range v.requested {
-		if s := v.sourceByID(id); s != nil && tagValue(s.Tags, TagCopyToRegion) == dest && v.copyOf(id) == nil {
+func (v *backupView) inFlight(tg target) int {
+	n := v.pending[tg]
+	for id := range v.requested[tg] {
+		if v.copyOf(tg, id) == nil {
 			n++
 		}
 	}
 	return n
 }
 
-// finishedCopiesStartedSince counts the backup's copies into dest started at or after t that
-// are no longer pending.
-func (v *backupView) finishedCopiesStartedSince(dest string, t time.Time) int {
-	starts := v.finished[dest]
+// finishedCopiesStartedSince counts the backup's copies into the target started at or after t
+// that are no longer pending.
+func (v *backupView) finishedCopiesStartedSince(tg target, t time.Time) int {
+	starts := v.finished[tg]
 	i, _ := slices.BinarySearchFunc(starts, t, time.Time.Compare)
 	return len(starts) - i
 }
 
 func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 
-// copyVerdict says whether this process may start the copy of s, a completed source an
-// operation follows.
-func (v *backupView) copyVerdict(s *types.Snapshot, now time.Time, lag time.Duration) verdict {
+// copyVerdict says whether this process may start the copy of s into the target, s being a
+// completed source an operation follows.
+func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
 	switch {
-	case v.copyOf(id) != nil || v.refused[id] != "" || v.cancelled[id] ||
+	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] ||
 		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
 		return copyNever
-	case v.recentlyRequested(s, now, lag):
+	case v.recentlyRequested(s, tg, now, lag):
 		return copyLater
 	}
 	return copyNow
@@ -235,20 +243,23 @@ func (v *backupView) onlyTaggedOfItsPV(s *types.Snapshot) bool {
 	return res.source != nil && aws.ToString(res.source.SnapshotId) == aws.ToString(s.SnapshotId)
 }
 
-// awaitingCopy returns up to limit sources bound for dest whose copy this process may start,
-// oldest first.
-func (v *backupView) awaitingCopy(dest string, now time.Time, lag time.Duration, limit int) []types.Snapshot {
-	return v.queue.take(dest, limit, func(s *types.Snapshot) verdict { return v.copyVerdict(s, now, lag) })
+// awaitingCopy returns up to limit sources bound for the target whose copy this process may
+// start, oldest first.
+func (v *backupView) awaitingCopy(tg target, now time.Time, lag time.Duration, limit int) []types.Snapshot {
+	return v.queue.take(tg, limit, func(s *types.Snapshot) verdict { return v.copyVerdict(s, tg, now, lag) })
 }
 
-// recentlyRequested reports whether a copy of s was asked for within lag of now.
-func (v *backupView) recentlyRequested(s *types.Snapshot, now time.Time, lag time.Duration) bool {
-	if at, ok := v.requested[aws.ToString(s.SnapshotId)]; ok && now.Sub(at) < lag {
+// recentlyRequested reports whether a copy of s into the target was asked for within lag of now.
+func (v *backupView) recentlyRequested(s *types.Snapshot, tg target, now time.Time, lag time.Duration) bool {
+	if at, ok := v.requested[tg][aws.ToString(s.SnapshotId)]; ok && now.Sub(at) < lag {
 		return true
 	}
-	at, err := time.Parse(time.RFC3339, tagValue(s.Tags, TagCopyRequestedAt))
+	at, err := time.Parse(time.RFC3339, tagValue(s.Tags, tg.requestedTag()))
 	return err == nil && now.Sub(at) < lag
 }
+
+// refusal is why the source's copy into the target cannot be made; "" when it can.
+func (v *backupView) refusal(tg target, id string) string { return v.refused[tg][id] }
 
 // setTag sets (or, with an empty value, removes) a tag on the cached sources with these IDs,
 // as EC2 now holds it.
@@ -260,27 +271,43 @@ func (v *backupView) setTag(ids []string, key, value string) {
 
 // recordCopy adds a copy this process just started to the cached view, so the rest of the
 // reconcile counts it, and keeps it counted as requested until EC2 lists it.
-func (v *backupView) recordCopy(dest string, src types.Snapshot, copyID string, now time.Time) {
-	if v.copies[dest] == nil {
-		v.copies[dest] = map[string][]types.Snapshot{}
+func (v *backupView) recordCopy(tg target, src types.Snapshot, copyID string, tags []types.Tag, now time.Time) {
+	if v.copies[tg] == nil {
+		v.copies[tg] = map[string][]types.Snapshot{}
 	}
 	srcID := aws.ToString(src.SnapshotId)
-	v.requested[srcID] = now
-	v.pending[dest]++
-	v.copies[dest][srcID] = append(v.copies[dest][srcID], types.Snapshot{
+	v.markRequested(tg, srcID, now)
+	v.pending[tg]++
+	v.copies[tg][srcID] = append(v.copies[tg][srcID], types.Snapshot{
 		SnapshotId: aws.String(copyID),
 		State:      types.SnapshotStatePending,
 		Progress:   aws.String("0%"),
 		StartTime:  aws.Time(now),
-		Tags:       copyTags(src, v.region),
+		Tags:       tags,
 	})
 }
 
-// markRequested records a copy request whose outcome is unknown.
-func (v *backupView) markRequested(id string, at time.Time) { v.requested[id] = at }
+// markRequested records a copy request into the target whose outcome is unknown.
+func (v *backupView) markRequested(tg target, id string, at time.Time) {
+	if v.requested[tg] == nil {
+		v.requested[tg] = map[string]time.Time{}
+	}
+	v.requested[tg][id] = at
+}
 
-// refuse records why a source's copy cannot be made; its operation fails with it.
-func (v *backupView) refuse(id, why string) { v.refused[id] = why }
+// refuse records why a source's copy into the target cannot be made; its operation fails with it.
+func (v *backupView) refuse(tg target, id, why string) {
+	if v.refused[tg] == nil {
+		v.refused[tg] = map[string]string{}
+	}
+	v.refused[tg][id] = why
+}
+
+// recordLock records the state of a vault copy's lock EC2 just reported.
+func (v *backupView) recordLock(copyID string, state types.LockState) { v.locks[copyID] = state }
+
+// lockState is the vault copy's lock as last seen; "" when it has none.
+func (v *backupView) lockState(copyID string) types.LockState { return v.locks[copyID] }
 
 // cancel records that the operation following id was cancelled.
 func (v *backupView) cancel(id string) { v.cancelled[id] = true }

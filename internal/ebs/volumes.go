@@ -53,7 +53,7 @@ func (w *VolumeWatcher) Progress(ctx context.Context, operationID string, restor
 	defer w.mu.Unlock()
 	now := w.clock.Now()
 	p := velero.OperationProgress{Updated: now, NTotal: 1, OperationUnits: volumeUnits}
-	places := fixedPlace(w.clients)
+	places := fixedPlace(w.clients, nil)
 	if w.locator != nil {
 		if places, err = w.locator.RestorePlaces(ctx, restore, op.Region); err != nil {
 			p.Completed = true

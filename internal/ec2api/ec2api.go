@@ -22,6 +22,10 @@ type EC2 interface {
 	CreateTags(ctx context.Context, in *ec2.CreateTagsInput, optFns ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error)
 	DeleteTags(ctx context.Context, in *ec2.DeleteTagsInput, optFns ...func(*ec2.Options)) (*ec2.DeleteTagsOutput, error)
 	DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error)
+	ModifySnapshotAttribute(ctx context.Context, in *ec2.ModifySnapshotAttributeInput, optFns ...func(*ec2.Options)) (*ec2.ModifySnapshotAttributeOutput, error)
+	DescribeSnapshotAttribute(ctx context.Context, in *ec2.DescribeSnapshotAttributeInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSnapshotAttributeOutput, error)
+	LockSnapshot(ctx context.Context, in *ec2.LockSnapshotInput, optFns ...func(*ec2.Options)) (*ec2.LockSnapshotOutput, error)
+	DescribeLockedSnapshots(ctx context.Context, in *ec2.DescribeLockedSnapshotsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLockedSnapshotsOutput, error)
 }
 
 var _ EC2 = (*ec2.Client)(nil)

@@ -54,7 +54,7 @@ func classify(params any) actionClass {
 		if len(in.Filters) == 0 && len(in.VolumeIds) == 0 && in.MaxResults == nil {
 			return describeUnfiltered
 		}
-	case *ec2.DescribeAvailabilityZonesInput:
+	case *ec2.DescribeAvailabilityZonesInput, *ec2.DescribeLockedSnapshotsInput, *ec2.DescribeSnapshotAttributeInput:
 	case *ec2.CreateSnapshotInput:
 		return createSnapshot
 	case *ec2.DeleteSnapshotInput:

@@ -76,6 +76,8 @@ type Location struct {
 	Config map[string]string
 	// Credentials are the location's profile and credentials file.
 	Credentials ec2api.Credentials
+	// Vault, when the location names a vault account, are the credentials the plugin uses there.
+	Vault *ec2api.Credentials
 }
 
 // DefaultChain reports whether l stands for the SDK's default credential chain.
@@ -408,10 +410,15 @@ func (r *Resolver) location(ctx context.Context, rd client.Reader, ns string, v 
 		}
 		cfg[ConfigCredentialsFile] = path
 	}
+	vault, err := r.vaultCredentials(ctx, rd, ns, v.Name, cfg)
+	if err != nil {
+		return Location{}, err
+	}
 	return Location{
 		Name:        v.Name,
 		Config:      cfg,
 		Credentials: ec2api.Credentials{Profile: cfg[ConfigProfile], File: cfg[ConfigCredentialsFile]},
+		Vault:       vault,
 	}, nil
 }
 

@@ -314,7 +314,7 @@ func TestHostileLocationConfig(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			noPanic(t, "Init", func() {
-				vs := plugin.NewVolumeSnapshotter(ec2api.NewFactory(), nil, logrus.New())
+				vs := plugin.NewVolumeSnapshotter(ec2api.NewFactory(), nil, nil, logrus.New())
 				checkErr(t, fmt.Sprintf("Init(%v)", tc.config), vs.Init(tc.config), tc.wantErr)
 			})
 		})

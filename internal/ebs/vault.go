@@ -1,0 +1,175 @@
+package ebs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+// codeOperationNotPermitted is EC2's answer to sharing a snapshot under the default aws/ebs key.
+const codeOperationNotPermitted = "OperationNotPermitted"
+
+// share lets the vault account copy the source. It reports whether the copy may be asked for
+// now; a refusal is recorded, and a transient or ambiguous failure is tried again at a later
+// call (sharing is idempotent).
+func (t *Tracker) share(ctx context.Context, c ec2api.EC2, v *backupView, tg target, s types.Snapshot) bool {
+	if !tg.vault() {
+		return true
+	}
+	id := aws.ToString(s.SnapshotId)
+	err := setShare(ctx, c, id, tg.account, types.OperationTypeAdd)
+	if ec2api.IsAmbiguous(err) {
+		if shared, serr := sharedWith(ctx, c, id, tg.account); serr == nil && shared {
+			err = nil // it took effect
+		}
+	}
+	switch {
+	case err == nil:
+		return true
+	case ec2api.Code(err) == codeOperationNotPermitted:
+		v.refuse(tg, id, fmt.Sprintf("snapshot %s is encrypted with KMS key %s, which EC2 will not share with vault account %s "+
+			"(snapshots under the default key aws/ebs cannot be shared): encrypt the volumes with a customer managed key whose key policy lets account %s use it (see the README): %v",
+			id, aws.ToString(s.KmsKeyId), tg.account, tg.account, err))
+	case ec2api.IsTransient(err):
+		t.log.WithError(err).Warnf("Could not share snapshot %s with vault account %s yet; trying again later", id, tg.account)
+	default:
+		v.refuse(tg, id, fmt.Sprintf("sharing snapshot %s with vault account %s refused: %v", id, tg.account, err))
+	}
+	return false
+}
+
+// setShare adds or removes the account's permission to create volumes from (and copy) the
+// snapshot.
+func setShare(ctx context.Context, c ec2api.EC2, id, account string, op types.OperationType) error {
+	perm := []types.CreateVolumePermission{{UserId: aws.String(account)}}
+	mods := &types.CreateVolumePermissionModifications{Add: perm}
+	if op == types.OperationTypeRemove {
+		mods = &types.CreateVolumePermissionModifications{Remove: perm}
+	}
+	_, err := c.ModifySnapshotAttribute(ctx, &ec2.ModifySnapshotAttributeInput{
+		SnapshotId:             aws.String(id),
+		Attribute:              types.SnapshotAttributeNameCreateVolumePermission,
+		CreateVolumePermission: mods,
+	}, ec2api.Bounded)
+	return err
+}
+
+// sharedWith reports whether EC2 says the snapshot is shared with the account: how an answer
+// lost after a share or its removal is settled.
+func sharedWith(ctx context.Context, c ec2api.EC2, id, account string) (bool, error) {
+	out, err := c.DescribeSnapshotAttribute(ctx, &ec2.DescribeSnapshotAttributeInput{
+		SnapshotId: aws.String(id),
+		Attribute:  types.SnapshotAttributeNameCreateVolumePermission,
+	}, ec2api.Bounded)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range out.CreateVolumePermissions {
+		if aws.ToString(p.UserId) == account || p.Group == types.PermissionGroupAll {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unshare removes the source's share with the vault account and then its shared mark; nil once
+// nothing is left shared (or never was). A source already deleted shares nothing.
+func (t *Tracker) unshare(ctx context.Context, v *backupView, src *types.Snapshot, tg target) error {
+	id := aws.ToString(src.SnapshotId)
+	if tagValue(src.Tags, TagVaultSharedAt) == "" {
+		return nil
+	}
+	c, err := v.place.Clients(ctx, v.region)
+	if err != nil {
+		return err
+	}
+	err = setShare(ctx, c, id, tg.account, types.OperationTypeRemove)
+	if ec2api.IsAmbiguous(err) {
+		if shared, serr := sharedWith(ctx, c, id, tg.account); serr == nil && !shared {
+			err = nil // it took effect
+		}
+	}
+	if err != nil && !ec2api.IsNotFound(err) {
+		return fmt.Errorf("removing the share of snapshot %s with account %s: %w", id, tg.account, err)
+	}
+	if _, err := c.DeleteTags(ctx, &ec2.DeleteTagsInput{
+		Resources: []string{id},
+		Tags:      []types.Tag{{Key: aws.String(TagVaultSharedAt)}},
+	}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
+		return fmt.Errorf("share removed; clearing the mark %s on %s: %w", TagVaultSharedAt, id, err)
+	}
+	v.setTag([]string{id}, TagVaultSharedAt, "")
+	t.log.Infof("Removed the share of snapshot %s with vault account %s", id, tg.account)
+	return nil
+}
+
+// sharedAt is when the source was marked for sharing with the vault; zero when it is not.
+func sharedAt(s types.Snapshot) time.Time {
+	at, _ := time.Parse(time.RFC3339, tagValue(s.Tags, TagVaultSharedAt))
+	return at
+}
+
+// vaultSteps reports a vault copy EC2 lists: it is locked when the source asks for a lock, as
+// soon as it exists (EC2 starts the lock's duration when the copy completes), and once it is
+// completed the source's share is removed. The phase is done only when all of that is.
+func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snapshot, tg target, cp *types.Snapshot) phase {
+	cpID := aws.ToString(cp.SnapshotId)
+	ph := phase{units: percent(cp.Progress) * vaultCopyUnits / 100}
+	lockNote := ""
+	if l, want := parseLockTag(tagValue(src.Tags, TagVaultLock)); want {
+		if !locked(v.lockState(cpID)) {
+			if err := t.lockVaultCopy(ctx, v, tg, cpID, l); err != nil {
+				if ec2api.IsTransient(err) {
+					ph.desc = fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)
+					return ph
+				}
+				return t.failCopy(ctx, v, src, tg, fmt.Sprintf("locking vault copy %s in %s refused: %v", cpID, tg, err))
+			}
+		}
+		lockNote = fmt.Sprintf(", locked (%s, %d days)", l.Mode, l.Days)
+	}
+	if cp.State == types.SnapshotStatePending {
+		ph.desc = fmt.Sprintf("vault copy %s in %s: %s%s", cpID, tg, progressText(cp.Progress), lockNote)
+		return ph
+	}
+	ph.units = vaultCopyUnits + vaultStepUnits
+	if err := t.unshare(ctx, v, src, tg); err != nil {
+		ph.desc = fmt.Sprintf("vault copy %s in %s completed%s; %v", cpID, tg, lockNote, err)
+		return ph
+	}
+	return phase{units: 100, done: true, desc: fmt.Sprintf("vault copy %s in %s%s", cpID, tg, lockNote)}
+}
+
+// lockVaultCopy locks a vault copy with the vault's credentials. An answer that may have taken
+// effect is checked by the next description's DescribeLockedSnapshots, so it is transient here.
+func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg target, cpID string, l Lock) error {
+	c, _, err := v.place.clientsFor(ctx, tg)
+	if err != nil {
+		return err
+	}
+	in := &ec2.LockSnapshotInput{
+		SnapshotId:   aws.String(cpID),
+		LockMode:     types.LockMode(l.Mode),
+		LockDuration: aws.Int32(l.Days),
+	}
+	if l.CoolOffHours > 0 {
+		in.CoolOffPeriod = aws.Int32(l.CoolOffHours)
+	}
+	out, err := c.LockSnapshot(ctx, in, ec2api.Bounded)
+	switch {
+	case err == nil:
+		v.recordLock(cpID, out.LockState)
+		t.log.Infof("Locked vault copy %s in %s (%s, %d days)", cpID, tg, l.Mode, l.Days)
+		return nil
+	case ec2api.IsAmbiguous(err):
+		return errors.Join(err, errors.New("the lock may have taken effect; the next description tells"))
+	}
+	return err
+}
