@@ -1,6 +1,7 @@
 package ebs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -66,9 +67,15 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		return a, err
 	}
 	var unmark []string
+	var shareErr error // why a source could not be shared yet
 	for _, s := range marked {
 		id := aws.ToString(s.SnapshotId)
-		if a.queued != nil || t.clock.Since(start) >= v.fillTimeLeft() || !t.share(ctx, src, v, tg, s) {
+		if a.queued != nil || t.clock.Since(start) >= v.fillTimeLeft() {
+			unmark = append(unmark, id)
+			continue
+		}
+		if ok, err := t.share(ctx, src, v, tg, s); !ok {
+			shareErr = cmp.Or(shareErr, err)
 			unmark = append(unmark, id)
 			continue
 		}
@@ -99,7 +106,10 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		}
 	}
 	t.unmark(ctx, src, v, tg, unmark)
-	return a, a.queued
+	if a.queued != nil {
+		return a, a.queued
+	}
+	return a, shareErr
 }
 
 // describeWait names why EC2 made the plugin wait: its error code, or the credential failure.

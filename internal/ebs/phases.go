@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 // Units of a vault copy's phase: the copy's progress counts vaultCopyUnits of its 100, its
@@ -62,12 +64,17 @@ func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snaps
 	return phase{units: 100, done: true, desc: fmt.Sprintf("copy %s in %s", aws.ToString(cp.SnapshotId), tg)}
 }
 
-// failCopy fails the operation for why, once nothing of the source is left shared with a vault.
+// failCopy fails the operation for why, once nothing of the source is left shared with a vault:
+// a removal of the share that may yet succeed is waited for; one EC2 refuses is named.
 func (t *Tracker) failCopy(ctx context.Context, v *backupView, src *types.Snapshot, tg target, why string) phase {
-	if tg.vault() {
-		if err := t.unshare(ctx, v, src, tg); err != nil {
-			return phase{desc: fmt.Sprintf("%s; removing the share of %s with account %s before failing: %v", why, aws.ToString(src.SnapshotId), tg.account, err)}
-		}
+	if !tg.vault() {
+		return phase{err: why}
+	}
+	switch err := t.unshare(ctx, v, src, tg); {
+	case err != nil && ec2api.IsTransient(err):
+		return phase{desc: fmt.Sprintf("%s; removing the share of %s with account %s before failing: %v", why, aws.ToString(src.SnapshotId), tg.account, err)}
+	case err != nil:
+		return phase{err: fmt.Sprintf("%s; the snapshot may be left shared with account %s (%s is still set): %v", why, tg.account, TagVaultSharedAt, err)}
 	}
 	return phase{err: why}
 }

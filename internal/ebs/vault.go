@@ -17,11 +17,11 @@ import (
 const codeOperationNotPermitted = "OperationNotPermitted"
 
 // share lets the vault account copy the source. It reports whether the copy may be asked for
-// now; a refusal is recorded, and a transient or ambiguous failure is tried again at a later
-// call (sharing is idempotent).
-func (t *Tracker) share(ctx context.Context, c ec2api.EC2, v *backupView, tg target, s types.Snapshot) bool {
+// now; a refusal is recorded, and a transient or ambiguous failure, returned, is tried again at
+// a later call (sharing is idempotent).
+func (t *Tracker) share(ctx context.Context, c ec2api.EC2, v *backupView, tg target, s types.Snapshot) (bool, error) {
 	if !tg.vault() {
-		return true
+		return true, nil
 	}
 	id := aws.ToString(s.SnapshotId)
 	err := setShare(ctx, c, id, tg.account, types.OperationTypeAdd)
@@ -32,17 +32,18 @@ func (t *Tracker) share(ctx context.Context, c ec2api.EC2, v *backupView, tg tar
 	}
 	switch {
 	case err == nil:
-		return true
+		return true, nil
 	case ec2api.Code(err) == codeOperationNotPermitted:
 		v.refuse(tg, id, fmt.Sprintf("snapshot %s is encrypted with KMS key %s, which EC2 will not share with vault account %s "+
 			"(snapshots under the default key aws/ebs cannot be shared): encrypt the volumes with a customer managed key whose key policy lets account %s use it (see the README): %v",
 			id, aws.ToString(s.KmsKeyId), tg.account, tg.account, err))
 	case ec2api.IsTransient(err):
 		t.log.WithError(err).Warnf("Could not share snapshot %s with vault account %s yet; trying again later", id, tg.account)
+		return false, fmt.Errorf("sharing %s with vault account %s: %w", id, tg.account, err)
 	default:
 		v.refuse(tg, id, fmt.Sprintf("sharing snapshot %s with vault account %s refused: %v", id, tg.account, err))
 	}
-	return false
+	return false, nil
 }
 
 // setShare adds or removes the account's permission to create volumes from (and copy) the

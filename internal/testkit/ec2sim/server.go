@@ -123,14 +123,24 @@ func (s *Simulator) handle(q *request) ([]byte, int, drop) {
 	return body, http.StatusOK, noDrop
 }
 
+// tagOnCreateAction is the IAM action a request that tags what it creates also needs.
+const tagOnCreateAction = "CreateTags"
+
+// unauthorized is IAM's refusal of action.
+func unauthorized(action string) *apiError {
+	return &apiError{status: http.StatusForbidden, code: "UnauthorizedOperation",
+		message: "You are not authorized to perform this operation. User is not authorized to perform: ec2:" + action}
+}
+
 func (s *Simulator) run(r *region, q *request) ([]byte, *apiError) {
 	fn, ok := actions[q.action]
 	switch {
 	case !ok:
 		return nil, clientError("InvalidAction", "The action %s is not valid for this web service.", q.action)
 	case !s.authorized(q.account, q.action):
-		return nil, &apiError{status: http.StatusForbidden, code: "UnauthorizedOperation",
-			message: "You are not authorized to perform this operation. User is not authorized to perform: ec2:" + q.action}
+		return nil, unauthorized(q.action)
+	case q.has("TagSpecification.1.ResourceType") && !s.authorized(q.account, tagOnCreateAction):
+		return nil, unauthorized(tagOnCreateAction) // IAM asks for ec2:CreateTags to tag on create
 	case !r.buckets.allow(q, q.now):
 		return nil, errThrottled
 	case s.serverError():

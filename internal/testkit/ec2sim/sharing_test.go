@@ -335,7 +335,7 @@ func TestCrossAccountCopyLimit(t *testing.T) {
 func TestAccountAllowedActions(t *testing.T) {
 	cfg := sharingConfig()
 	cfg.Accounts[1].AllowedActions = []string{"DescribeSnapshots", "CopySnapshot"}
-	cfg.AllowedActions = []string{"DescribeSnapshots", "CopySnapshot", "CreateSnapshot", "ModifySnapshotAttribute"}
+	cfg.AllowedActions = []string{"DescribeSnapshots", "CopySnapshot", "CreateSnapshot", "ModifySnapshotAttribute", "CreateTags"}
 	f := start(t, cfg)
 	a, vault := f.clientAs("us-east-1", keyA, ""), f.clientAs("us-west-2", keyB, "")
 	src := f.snapshotOf(a, acctA, VolumeSpec{})
@@ -351,6 +351,11 @@ func TestAccountAllowedActions(t *testing.T) {
 			_, err := vault.CopySnapshot(ctx, &ec2.CopySnapshotInput{SourceRegion: aws.String("us-east-1"), SourceSnapshotId: aws.String(src)})
 			return err
 		}, ""},
+		{"B copies with tags: tagging on create needs CreateTags", func() error {
+			_, err := vault.CopySnapshot(ctx, &ec2.CopySnapshotInput{SourceRegion: aws.String("us-east-1"), SourceSnapshotId: aws.String(src),
+				TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: []types.Tag{{Key: aws.String("k"), Value: aws.String("v")}}}}})
+			return err
+		}, "UnauthorizedOperation"},
 		{"B describes", func() error { _, err := vault.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{}); return err }, ""},
 		{"B shares", func() error { return shareWith(vault, src, acctC) }, "UnauthorizedOperation"},
 		{"A shares", func() error { return shareWith(a, src, acctC) }, ""},
