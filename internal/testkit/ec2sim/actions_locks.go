@@ -120,14 +120,11 @@ func (q *request) readLock() (*snapshotLock, *apiError) {
 }
 
 func (s *Simulator) lockSnapshot(r *region, q *request) ([]byte, *apiError) {
-	id, err := q.require("SnapshotId")
+	sn, err := r.snapshotOf(q)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := r.lookupSnapshot(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.id
 	l, err := q.readLock()
 	if err != nil {
 		return nil, err
@@ -172,14 +169,11 @@ func writeLockFields(w *xmlWriter, sn *snapshot, now time.Time) {
 }
 
 func (s *Simulator) unlockSnapshot(r *region, q *request) ([]byte, *apiError) {
-	id, err := q.require("SnapshotId")
+	sn, err := r.snapshotOf(q)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := r.lookupSnapshot(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.id
 	switch st := lockStateOf(sn, q.now); st {
 	case lockModeGovernance, lockStateCoolOff:
 		sn.lock = nil

@@ -115,11 +115,7 @@ func (s *Simulator) describeSnapshotAttribute(r *region, q *request) ([]byte, *a
 	if err != nil {
 		return nil, err
 	}
-	id, err := q.require("SnapshotId")
-	if err != nil {
-		return nil, err
-	}
-	sn, err := r.lookupSnapshot(id)
+	sn, err := r.snapshotOf(q)
 	if err != nil {
 		return nil, err
 	}

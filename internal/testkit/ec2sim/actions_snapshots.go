@@ -290,14 +290,11 @@ func checkPresignedURL(raw, srcRegion, srcID string) *apiError {
 }
 
 func (s *Simulator) deleteSnapshot(r *region, q *request) ([]byte, *apiError) {
-	id, err := q.require("SnapshotId")
+	sn, err := r.snapshotOf(q)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := r.lookupSnapshot(id)
-	if err != nil {
-		return nil, err
-	}
+	id := sn.id
 	if sn.locked(q.now) {
 		return nil, errSnapshotLocked(id)
 	}

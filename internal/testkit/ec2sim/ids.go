@@ -20,6 +20,15 @@ func wellFormed(id, prefix string) bool {
 	return true
 }
 
+// snapshotOf finds the snapshot a request's required SnapshotId names (see lookupSnapshot).
+func (r *region) snapshotOf(q *request) (*snapshot, *apiError) {
+	id, err := q.require("SnapshotId")
+	if err != nil {
+		return nil, err
+	}
+	return r.lookupSnapshot(id)
+}
+
 // lookupSnapshot finds a snapshot by ID; unknown IDs are InvalidSnapshot.NotFound, IDs that cannot
 // be snapshot IDs InvalidSnapshotID.Malformed.
 func (r *region) lookupSnapshot(id string) (*snapshot, *apiError) {
