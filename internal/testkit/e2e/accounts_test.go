@@ -19,6 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +100,17 @@ func (r *rig) newCredentials() {
 
 func (r *rig) acctA() awsAccount { return r.accounts[0] }
 func (r *rig) acctB() awsAccount { return r.accounts[1] }
+
+// ec2As is an EC2 client of the simulator in region signing with acct's key pair: what a person
+// holding that account's credentials uses behind Velero's back (the AWS CLI, a script).
+func (r *rig) ec2As(acct awsAccount, region string) *ec2.Client {
+	return ec2.New(ec2.Options{
+		Region:           region,
+		BaseEndpoint:     aws.String(r.ec2URL),
+		Credentials:      credentials.NewStaticCredentialsProvider(acct.KeyID, acct.Secret, ""),
+		RetryMaxAttempts: 10,
+	})
+}
 
 // simConfig adds the rig's accounts to the simulator's config (replacing any in cfg). It returns
 // the config to run and the same with the secret keys left out, to print.

@@ -10,9 +10,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,13 +44,14 @@ const (
 // drill is the disaster-recovery drill: with backup's source region down (EC2, and the source
 // cluster's Velero server with it), a recovery cluster reading a replica of the bucket restores
 // every PV from the copies without a request to the source region, backs the workload up again,
-// and deletes the source cluster's backup (failing fast, keeping what a later deletion needs,
-// then again once the region is back, leaving nothing); then the source cluster backs up again.
+// and deletes the source cluster's backup (failing fast, keeping every snapshot, then again once
+// the region is back, leaving nothing); then the source cluster backs up again. Velero before
+// v1.18 removes the backup from object storage although the deletion failed, so there the second
+// deletion finds nothing to delete and what is left goes as the README tells v1.17 users.
 func (r *rig) drill(sim simClient, backup string) {
 	t := r.t
 	source := r.cluster
-	_, copies := backupSnapshots(sim, r.acctA().ID, backup)
-	sources, _ := backupSnapshots(sim, r.acctA().ID, backup)
+	sources, copies := backupSnapshots(sim, r.acctA().ID, backup)
 
 	r.step("replicating bucket %s to %s in %s, as S3 Cross-Region Replication keeps it", bucket, replicaBucket, copyRegion)
 	r.saw("%d objects replicated", r.replicate(bucket, replicaBucket))
@@ -104,7 +110,11 @@ func (r *rig) drill(sim simClient, backup string) {
 		t.Errorf("backup %s ended %s, want Completed once %s is back", recoveredBackup, b.Status.Phase, srcRegion)
 	}
 	r.step("deleting %s again from the recovery cluster, now that %s is back", backup, srcRegion)
-	r.deleteBackups(sim, backup, recoveredBackup)
+	if veleroKeepsFailedDeletions() {
+		r.deleteBackups(sim, backup, recoveredBackup)
+	} else {
+		r.deleteAfterFailedDeletion(sim, backup, sources, copies, recoveredBackup)
+	}
 
 	r.failback(sim, source, recovery)
 	r.volumeBackup(sim, r.mainBackup(afterOutageBackup, ""))
@@ -188,19 +198,28 @@ func (r *rig) installRecovery() {
 
 // replicate copies every object of bucket from into bucket to, as S3 replication would.
 func (r *rig) replicate(from, to string) int {
-	t := r.t
+	keys := r.objectKeys(from, "")
+	for _, k := range keys {
+		key := (&url.URL{Path: k}).EscapedPath()
+		r.s3("PUT", to+"/"+key, r.s3("GET", from+"/"+key, nil))
+	}
+	return len(keys)
+}
+
+// objectKeys lists the keys of the objects of bucket under prefix in the stand-in S3.
+func (r *rig) objectKeys(bucket, prefix string) []string {
 	var list struct {
 		Contents []struct{ Key string }
 	}
-	body := r.s3("GET", from+"?list-type=2&max-keys=10000", nil)
+	body := r.s3("GET", bucket+"?list-type=2&max-keys=10000&prefix="+url.QueryEscape(prefix), nil)
 	if err := xml.Unmarshal(body, &list); err != nil {
-		t.Fatalf("listing bucket %s: %v", from, err)
+		r.t.Fatalf("listing bucket %s: %v", bucket, err)
 	}
+	var keys []string
 	for _, o := range list.Contents {
-		key := (&url.URL{Path: o.Key}).EscapedPath()
-		r.s3("PUT", to+"/"+key, r.s3("GET", from+"/"+key, nil))
+		keys = append(keys, o.Key)
 	}
-	return len(list.Contents)
+	return keys
 }
 
 // s3 makes one unsigned request to the stand-in S3 and returns the body of its 200 answer.
@@ -253,6 +272,11 @@ func (r *rig) deleteDuringOutage(sim simClient, backup string, sources, copies [
 	bsl.Spec.AccessMode = velerov1.BackupStorageLocationAccessModeReadWrite
 	must(t, r.c.Update(ctx, &bsl))
 
+	files := bslPrefix + "/backups/" + backup + "/"
+	filesBefore := 0
+	if !veleroKeepsFailedDeletions() {
+		filesBefore = len(r.objectKeys(replicaBucket, files))
+	}
 	r.step("velero backup delete %s --confirm, with %s down", backup, srcRegion)
 	start := time.Now()
 	r.mustVelero("backup", "delete", backup, "--confirm")
@@ -287,8 +311,112 @@ func (r *rig) deleteDuringOutage(sim simClient, backup string, sources, copies [
 	if len(srcLeft) != len(sources) || len(copiesLeft) != len(copies) {
 		t.Errorf("the failed deletion removed snapshots: %d of %d sources, %d of %d copies left", len(srcLeft), len(sources), len(copiesLeft), len(copies))
 	}
+	if !veleroKeepsFailedDeletions() {
+		// What a v1.17 user sees: the Backup stays, in phase Deleting, but its files are gone from
+		// the bucket, and with them the list of its snapshots a later deletion would need.
+		phase := "gone"
+		if b, err := r.getBackup(backup); err == nil {
+			phase = string(b.Status.Phase)
+		}
+		keys := r.objectKeys(replicaBucket, files)
+		r.saw("Velero %s: backup %s is %s in the cluster, %d of its %d objects (%s*) left in bucket %s; velero backup get:\n%s",
+			veleroVersion(), backup, phase, len(keys), filesBefore, files, replicaBucket, indent(r.mustVelero("backup", "get")))
+		if filesBefore == 0 {
+			t.Errorf("no object under %s in bucket %s before the deletion: the listing cannot tell whether Velero removed them", files, replicaBucket)
+		}
+		if phase != string(velerov1.BackupPhaseDeleting) {
+			t.Errorf("backup %s is %s after the failed deletion, want %s (Velero %s)", backup, phase, velerov1.BackupPhaseDeleting, veleroVersion())
+		}
+		if len(keys) != 0 {
+			t.Errorf("Velero %s kept %v of backup %s in bucket %s: it removes a backup whose deletion failed, see the README (Compatibility) if it no longer does", veleroVersion(), keys, backup, replicaBucket)
+		}
+	}
 	// The request stays as Velero's record of the failure; the next deletion makes a new one.
 	if err := r.c.Delete(ctx, done); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("removing the processed DeleteBackupRequest %s: %v", done.Name, err)
 	}
+}
+
+// deleteAfterFailedDeletion is, with Velero before v1.18, what follows a deletion that failed
+// while the source region was down: the backup's files are gone from object storage, so deleting
+// it again removes the Backup, reports no error and deletes no snapshot. What is left is deleted
+// as the README tells v1.17 users (deleteByBackupTag); then nothing of backup or of also is left.
+func (r *rig) deleteAfterFailedDeletion(sim simClient, backup string, sources, copies []simObject, also ...string) {
+	t := r.t
+	names := append([]string{backup}, also...)
+	r.requestDeletions(names...)
+	srcLeft, copiesLeft := backupSnapshots(sim, r.acctA().ID, backup)
+	r.saw("Velero %s deleted backup %s and none of its snapshots: %d of %d sources and %d of %d copies still there",
+		veleroVersion(), backup, len(srcLeft), len(sources), len(copiesLeft), len(copies))
+	if !slices.Equal(snapshotIDs(srcLeft), snapshotIDs(sources)) || !slices.Equal(snapshotIDs(copiesLeft), snapshotIDs(copies)) {
+		t.Errorf("after deleting %s again, sources %v and copies %v are left, want all of %v and %v",
+			backup, snapshotIDs(srcLeft), snapshotIDs(copiesLeft), snapshotIDs(sources), snapshotIDs(copies))
+	}
+	r.deleteByBackupTag(r.acctA(), backup, map[string][]simObject{srcRegion: sources, copyRegion: copies})
+	r.checkDeleted(sim, names...)
+}
+
+// deleteByBackupTag deletes what is left of backup as the README tells v1.17 users: through the
+// EC2 API with acct's credentials, in the source region and in the copy region, every snapshot
+// acct owns tagged velero.io/backup=backup. The tag must find exactly want[region] there (the
+// copies carry it too). The volumes of the restored PVs carry it as well: those are not deleted.
+func (r *rig) deleteByBackupTag(acct awsAccount, backup string, want map[string][]simObject) {
+	t := r.t
+	ctx := context.Background()
+	filter := []types.Filter{{Name: aws.String("tag:" + backupTag), Values: []string{backup}}}
+	tagged := map[string]bool{}
+	for _, region := range []string{srcRegion, copyRegion} {
+		c := r.ec2As(acct, region)
+		r.step("aws ec2 describe-snapshots --region %s --owner-ids self --filters Name=tag:%s,Values=%s, then delete-snapshot of each (account %s's credentials)",
+			region, backupTag, backup, acct.Name)
+		var found []string
+		p := ec2.NewDescribeSnapshotsPaginator(c, &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, Filters: filter})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatalf("DescribeSnapshots in %s: %v", region, err)
+			}
+			for _, s := range page.Snapshots {
+				found = append(found, aws.ToString(s.SnapshotId))
+			}
+		}
+		sort.Strings(found)
+		r.saw("%d snapshots tagged %s=%s in %s: %v", len(found), backupTag, backup, region, found)
+		if w := snapshotIDs(want[region]); !slices.Equal(found, w) {
+			t.Errorf("the tag finds snapshots %v in %s, want exactly %v", found, region, w)
+		}
+		for _, id := range found {
+			if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(id)}); err != nil {
+				t.Errorf("DeleteSnapshot %s in %s: %v", id, region, err)
+			}
+		}
+		vols, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{Filters: filter})
+		if err != nil {
+			t.Fatalf("DescribeVolumes in %s: %v", region, err)
+		}
+		var ids []string
+		for _, v := range vols.Volumes {
+			ids = append(ids, aws.ToString(v.VolumeId))
+			tagged[aws.ToString(v.VolumeId)] = true
+		}
+		r.saw("volumes tagged %s=%s in %s (not deleted): %v", backupTag, backup, region, ids)
+	}
+	for _, v := range volumes {
+		var pv corev1.PersistentVolume
+		if err := r.c.Get(ctx, client.ObjectKey{Name: v.PV}, &pv); err != nil {
+			t.Errorf("restored PV %s: %v", v.PV, err)
+		} else if id := pvVolumeID(&pv); !tagged[id] {
+			t.Errorf("volume %s of restored PV %s is not tagged %s=%s: the README warns that restored volumes carry the tag", id, v.PV, backupTag, backup)
+		}
+	}
+}
+
+// snapshotIDs returns the IDs of objs, sorted.
+func snapshotIDs(objs []simObject) []string {
+	ids := make([]string, 0, len(objs))
+	for _, o := range objs {
+		ids = append(ids, o.ID)
+	}
+	sort.Strings(ids)
+	return ids
 }

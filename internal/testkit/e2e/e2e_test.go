@@ -93,6 +93,11 @@ func TestE2E(t *testing.T) {
 	r.sub("bad-credentials", func() { r.badCredentialsBackup(sim, bad) })
 	r.sub("account-b-restore", func() { r.accountBRestore(sim, accountBBackup) })
 	r.sub("account-b-delete", func() { r.deleteBackups(sim, accountBBackup) })
+	// Vault copies: account B's volumes copied into vault account A under a lock, restored from
+	// the vault, and the locked copies kept when the backup is deleted.
+	r.sub("vault-backup", func() { r.vaultBackup(sim) })
+	r.sub("vault-restore", func() { r.vaultRestore(sim) })
+	r.sub("vault-delete", func() { r.vaultDelete(sim) })
 	// The disaster-recovery drill: the source region down, a second cluster restores.
 	r.sub("dr-drill", func() { r.drill(sim, "e2e-main") })
 	r.sub("delete-after-dr", func() {
@@ -253,17 +258,21 @@ func nodeAffinity(reqs ...corev1.NodeSelectorRequirement) *corev1.VolumeNodeAffi
 	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}
 }
 
+// backupTag is the tag Velero core puts on every snapshot it asks for, the backup's name; the
+// plugin carries it over to the copies.
+const backupTag = "velero.io/backup"
+
 // backupSnapshots returns the live source snapshots of a backup in an account and their copies.
 func backupSnapshots(sim simClient, account, name string) (src, copies []simObject) {
 	srcIDs := map[string]bool{}
 	for _, s := range live(sim.listIn("snapshots", srcRegion, account)) {
-		if s.Tags["velero.io/backup"] == name {
+		if s.Tags[backupTag] == name {
 			src = append(src, s)
 			srcIDs[s.ID] = true
 		}
 	}
 	for _, s := range live(sim.listIn("snapshots", copyRegion, account)) {
-		isCopy := s.Tags["velero.io/backup"] == name || srcIDs[s.Source]
+		isCopy := s.Tags[backupTag] == name || srcIDs[s.Source]
 		for _, v := range s.Tags {
 			if srcIDs[v] {
 				isCopy = true
@@ -287,6 +296,8 @@ type backupSpec struct {
 	ns, vsl string
 	vols    []volume
 	acct    awsAccount
+	// vault, when set, is the ID of the account that holds the backup's vault copies.
+	vault string
 	// during, when set, is called at every poll of the backup until it ends.
 	during func(*velerov1.Backup)
 }
@@ -460,7 +471,7 @@ func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 		}
 	}
 	for _, other := range r.accounts {
-		if other.ID == bs.acct.ID {
+		if other.ID == bs.acct.ID || other.ID == bs.vault {
 			continue
 		}
 		osrc, ocopies := backupSnapshots(sim, other.ID, name)
@@ -604,6 +615,12 @@ func (r *rig) checkDescribeOps(d string, final bool, want int) {
 
 // deleteBackups deletes backups with the CLI and checks their snapshots and copies are gone.
 func (r *rig) deleteBackups(sim simClient, names ...string) {
+	r.requestDeletions(names...)
+	r.checkDeleted(sim, names...)
+}
+
+// requestDeletions deletes backups with the CLI and waits until they are gone from the cluster.
+func (r *rig) requestDeletions(names ...string) {
 	for _, name := range names {
 		r.step("velero backup delete %s --confirm", name)
 		out, err := r.velero("backup", "delete", name, "--confirm")
@@ -616,6 +633,11 @@ func (r *rig) deleteBackups(sim simClient, names ...string) {
 		})
 		r.saw("backup %s is gone from the cluster", name)
 	}
+}
+
+// checkDeleted checks that no snapshot or copy of the deleted backups is left in any account and
+// that no DeleteBackupRequest reported errors.
+func (r *rig) checkDeleted(sim simClient, names ...string) {
 	// Deletion of snapshots may lag (pending snapshots are deleted when they complete).
 	for _, name := range names {
 		for _, a := range r.accounts {

@@ -88,19 +88,32 @@ func (s simClient) list(kind, region string) []simObject {
 	return s.listIn(kind, region, "")
 }
 
-// listIn returns the snapshots or volumes of a region in an account ("" for the default one).
-func (s simClient) listIn(kind, region, account string) []simObject {
-	s.t.Helper()
+// listPath is the admin path listing kind in a region of an account ("" for the default one).
+func listPath(kind, region, account string) string {
 	path := "/_sim/" + kind + "?region=" + region
 	if account != "" {
 		path += "&account=" + account
 	}
+	return path
+}
+
+// snapshotsIn returns the snapshots of a region in an account as the simulator holds them, with
+// their shares and locks.
+func (s simClient) snapshotsIn(region, account string) []ec2sim.Snapshot {
+	s.t.Helper()
+	var snaps []ec2sim.Snapshot
+	s.getJSON(listPath("snapshots", region, account), &snaps)
+	return snaps
+}
+
+// listIn returns the snapshots or volumes of a region in an account ("" for the default one).
+func (s simClient) listIn(kind, region, account string) []simObject {
+	s.t.Helper()
+	path := listPath(kind, region, account)
 	var out []simObject
 	switch kind {
 	case "snapshots":
-		var snaps []ec2sim.Snapshot
-		s.getJSON(path, &snaps)
-		for _, v := range snaps {
+		for _, v := range s.snapshotsIn(region, account) {
 			out = append(out, simObject{ID: v.ID, State: v.State, Region: v.Region, VolumeID: v.VolumeID, Source: v.SourceSnapshotID, Tags: v.Tags})
 		}
 	case "volumes":

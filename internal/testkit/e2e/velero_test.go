@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -31,6 +32,8 @@ const (
 	srcRegion  = "us-east-1"
 	copyRegion = "us-west-2"
 	pluginBin  = "velero-plugin-for-aws-async"
+	// bslPrefix is the prefix of every BackupStorageLocation of the rig in its bucket.
+	bslPrefix = "rig"
 )
 
 // startS3 starts the in-memory S3-compatible server with the rig's bucket.
@@ -74,7 +77,7 @@ func (r *rig) installVelero() {
 	r.step("creating namespace %s and the credential Secrets (key %s, an AWS shared-credentials file each)", veleroNS, credKey)
 	must(t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: veleroNS}}))
 	r.createCredentialSecrets()
-	r.step("creating BackupStorageLocation default (provider aws -> fakes3, credential %s/%s)", bslSecret, credKey)
+	r.step("creating BackupStorageLocation default (provider aws -> fakes3, credentialsFile with the key pair of %s)", bslSecret)
 	must(t, r.c.Create(ctx, r.bsl("default", bucket, srcRegion, velerov1.BackupStorageLocationAccessModeReadWrite, true)))
 	r.createServerStandIn()
 	for _, l := range r.locations() {
@@ -84,7 +87,12 @@ func (r *rig) installVelero() {
 	}
 }
 
-// bsl is a BackupStorageLocation of the upstream AWS plugin on bucket of the stand-in S3.
+// bsl is a BackupStorageLocation of the upstream AWS plugin on bucket of the stand-in S3. Its
+// credentials are a file the rig writes once (config credentialsFile), not spec.credential:
+// Velero rewrites a spec.credential's file in place (O_TRUNC, then write) every time it opens
+// the location's object store, so an object store opened at the same moment by another
+// controller can read it empty and fail the location with "no EC2 IMDS role found". The
+// plugin's VolumeSnapshotLocations keep spec.credential: that is what the e2e proves.
 func (r *rig) bsl(name, bucket, region string, mode velerov1.BackupStorageLocationAccessMode, isDefault bool) *velerov1.BackupStorageLocation {
 	return &velerov1.BackupStorageLocation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: veleroNS},
@@ -92,16 +100,26 @@ func (r *rig) bsl(name, bucket, region string, mode velerov1.BackupStorageLocati
 			Provider:    "aws",
 			Default:     isDefault,
 			AccessMode:  mode,
-			Credential:  &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: bslSecret}, Key: credKey},
-			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: bucket, Prefix: "rig"}},
+			StorageType: velerov1.StorageType{ObjectStorage: &velerov1.ObjectStorageLocation{Bucket: bucket, Prefix: bslPrefix}},
 			Config: map[string]string{
 				"region":            region,
 				"s3Url":             r.s3URL,
 				"s3ForcePathStyle":  "true",
 				"checksumAlgorithm": "",
+				"credentialsFile":   r.bslCredentialsFile(),
 			},
 		},
 	}
+}
+
+// bslCredentialsFile writes the BSL's key pair (once) to a private file in the work dir and
+// returns its path.
+func (r *rig) bslCredentialsFile() string {
+	path := filepath.Join(r.dir, bslSecret)
+	if _, err := os.Stat(path); err != nil {
+		must(r.t, os.WriteFile(path, r.creds[bslSecret].body(), 0o600))
+	}
+	return path
 }
 
 // vsl is the VolumeSnapshotLocation l of this plugin in region, copying to copyTo.
@@ -126,6 +144,13 @@ func veleroVersion() string {
 		return v
 	}
 	return defaultVeleroVersion
+}
+
+// veleroKeepsFailedDeletions reports whether the run's Velero keeps a backup in object storage
+// when deleting its snapshots failed, so that a later deletion finds them (v1.18 on). v1.17
+// removes the backup's files anyway and leaves the Backup in phase Deleting.
+func veleroKeepsFailedDeletions() bool {
+	return version.MustParseGeneric(veleroVersion()).AtLeast(version.MajorMinor(1, 18))
 }
 
 // createServerStandIn creates the Deployment some restore actions read for the image of helper
@@ -236,7 +261,7 @@ func (r *rig) waitBSLAvailable() {
 		last = bsl.Status.Phase
 		return last == velerov1.BackupStorageLocationPhaseAvailable
 	})
-	r.saw("BSL phase %s after %s (the server has no AWS credentials of its own: the upstream plugin signed its S3 requests with Secret %s)",
+	r.saw("BSL phase %s after %s (the server has no AWS credentials of its own: the upstream plugin signed its S3 requests with the key pair of %s, from its credentialsFile)",
 		last, time.Since(start).Round(time.Second), bslSecret)
 }
 
