@@ -86,12 +86,12 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 			return err
 		}
 	}
-	if err := s.deleteOne(ctx, source); err != nil {
+	if err := s.deleteOne(ctx, s.clients, source); err != nil {
 		return fmt.Errorf("%w; its copies are kept, so that a later deletion still finds them", err)
 	}
 	var errs []error
 	for _, t := range append(siblings, copies...) {
-		if err := s.deleteOne(ctx, t); err != nil {
+		if err := s.deleteOne(ctx, s.clients, t); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -228,17 +228,27 @@ func inRegion(region string, snaps []types.Snapshot) []regionalSnapshot {
 	return out
 }
 
-func (s *Snapshotter) deleteOne(ctx context.Context, t regionalSnapshot) error {
-	c, err := s.clients(ctx, t.region)
+// deleteOne deletes a snapshot through clients. One whose lock has not expired is kept (see
+// keep), not reported as a failed deletion that Velero would report at every try until the lock
+// ends.
+func (s *Snapshotter) deleteOne(ctx context.Context, clients ec2api.Regional, t regionalSnapshot) error {
+	c, err := clients(ctx, t.region)
 	if err != nil {
 		return err
 	}
 	_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(t.id)})
-	if err != nil && !ec2api.IsNotFound(err) {
+	switch {
+	case err == nil || ec2api.IsNotFound(err):
+		s.log.Infof("Deleted snapshot %s", t)
+		return nil
+	case ec2api.IsTransient(err):
 		return fmt.Errorf("deleting snapshot %s: %w", t, err)
 	}
-	s.log.Infof("Deleted snapshot %s", t)
-	return nil
+	if lock, lerr := lockOf(ctx, c, t.id); lerr == nil && locked(lock.LockState) {
+		s.keep(ctx, c, t, fmt.Sprintf("its %s lock lasts until %s", lock.LockState, aws.ToTime(lock.LockExpiresOn).UTC().Format(time.RFC3339)))
+		return nil
+	}
+	return fmt.Errorf("deleting snapshot %s: %w", t, err)
 }
 
 // describeSnapshot returns one snapshot by ID; found is false when EC2 does not know it.

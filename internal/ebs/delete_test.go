@@ -38,6 +38,12 @@ func TestDeleteSnapshot(t *testing.T) {
 			setup:    func(f *fixture) { f.dst().deleteErr["snap-0000000b"] = httpErr(400, "UnauthorizedOperation") },
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b", "snap-0000000c"},
 			wantErr: []string{"snap-0000000b in us-west-2", "UnauthorizedOperation"}},
+		{name: "a locked copy is kept, not a failure", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp, cp2},
+			setup: func(f *fixture) {
+				f.dst().deleteErr["snap-0000000b"] = httpErr(400, "SnapshotLocked")
+				f.dst().locks["snap-0000000b"] = types.LockStateCompliance
+			},
+			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b", "snap-0000000c"}},
 		{name: "a source that cannot be deleted keeps its copies", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			setup:    func(f *fixture) { f.src().deleteErr["snap-0000000a"] = netErr() },
 			wantEast: []string{"snap-0000000a"},

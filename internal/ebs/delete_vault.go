@@ -50,32 +50,17 @@ func (s *Snapshotter) findVaultCopies(ctx context.Context, sourceID string, src 
 }
 
 // deleteVaultCopy deletes a vault copy with the vault's credentials, unless the location keeps
-// vault copies (vaultRetainOnDelete) or the copy's lock has not expired: then the copy is kept,
-// tagged with when its backup was deleted, and the deletion does not fail (Velero would report
-// it failed at every try until the lock ends).
+// vault copies (vaultRetainOnDelete): then it is kept (see keep).
 func (s *Snapshotter) deleteVaultCopy(ctx context.Context, t regionalSnapshot) error {
+	if !s.cfg.Vault.RetainOnDelete {
+		return s.deleteOne(ctx, s.vault, t)
+	}
 	c, err := s.vault(ctx, t.region)
 	if err != nil {
 		return err
 	}
-	if s.cfg.Vault.RetainOnDelete {
-		s.keep(ctx, c, t, ConfigVaultRetainOnDelete+" is true")
-		return nil
-	}
-	_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(t.id)})
-	switch {
-	case err == nil || ec2api.IsNotFound(err):
-		s.log.Infof("Deleted vault copy %s", t)
-		return nil
-	case ec2api.IsTransient(err):
-		return fmt.Errorf("deleting vault copy %s: %w", t, err)
-	}
-	lock, lerr := lockOf(ctx, c, t.id)
-	if lerr == nil && locked(lock.LockState) {
-		s.keep(ctx, c, t, fmt.Sprintf("its %s lock lasts until %s", lock.LockState, aws.ToTime(lock.LockExpiresOn).UTC().Format(time.RFC3339)))
-		return nil
-	}
-	return fmt.Errorf("deleting vault copy %s: %w", t, err)
+	s.keep(ctx, c, t, ConfigVaultRetainOnDelete+" is true")
+	return nil
 }
 
 // lockOf returns the snapshot's lock as EC2 describes it; the zero value when it has none.
@@ -87,14 +72,14 @@ func lockOf(ctx context.Context, c ec2api.EC2, id string) (types.LockedSnapshots
 	return out.Snapshots[0], nil
 }
 
-// keep leaves a vault copy in place after its backup's deletion, saying why, and tags it with
+// keep leaves a snapshot in place after its backup's deletion, saying why, and tags it with
 // when its backup was deleted so that it can be found and deleted later.
 func (s *Snapshotter) keep(ctx context.Context, c ec2api.EC2, t regionalSnapshot, why string) {
 	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
 		Resources: []string{t.id},
 		Tags:      []types.Tag{{Key: aws.String(TagBackupDeletedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
 	}); err != nil {
-		s.log.WithError(err).Warnf("Could not tag kept vault copy %s with %s", t, TagBackupDeletedAt)
+		s.log.WithError(err).Warnf("Could not tag kept snapshot %s with %s", t, TagBackupDeletedAt)
 	}
-	s.log.Warnf("Kept vault copy %s of the deleted backup: %s. It is tagged %s; delete it once that no longer holds", t, why, TagBackupDeletedAt)
+	s.log.Warnf("Kept snapshot %s of the deleted backup: %s. It is tagged %s; delete it once that no longer holds", t, why, TagBackupDeletedAt)
 }

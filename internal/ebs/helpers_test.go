@@ -106,7 +106,8 @@ type region struct {
 	failures  []error // next DescribeSnapshots answers, consumed in order
 	deleted   []string
 	deleteErr map[string]error
-	tagged    []string // CreateTags calls seen by serveTags
+	tagged    []string                   // CreateTags calls seen by serveTags
+	locks     map[string]types.LockState // snapshot ID -> its lock, answered by serveDelete's DescribeLockedSnapshots
 	// beforeDescribe, when set, runs (with mu held) before DescribeSnapshot call n (from 0) is answered.
 	beforeDescribe func(n int)
 }
@@ -179,8 +180,21 @@ func (r *region) serveTags() {
 }
 
 // serveDelete lets DeleteSnapshot be called any number of times; it records each and removes
-// the snapshot, answering NotFound for one that is not there.
+// the snapshot, answering NotFound for one that is not there. DescribeLockedSnapshots answers
+// from locks.
 func (r *region) serveDelete() {
+	r.m.EXPECT().DescribeLockedSnapshots(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.DescribeLockedSnapshotsInput, _ ...func(*ec2.Options)) (*ec2.DescribeLockedSnapshotsOutput, error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			out := &ec2.DescribeLockedSnapshotsOutput{}
+			for _, id := range in.SnapshotIds {
+				if st, ok := r.locks[id]; ok {
+					out.Snapshots = append(out.Snapshots, types.LockedSnapshotsInfo{SnapshotId: aws.String(id), LockState: st, LockExpiresOn: aws.Time(t0.Add(24 * time.Hour))})
+				}
+			}
+			return out, nil
+		})
 	r.m.EXPECT().DeleteSnapshot(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, in *ec2.DeleteSnapshotInput, _ ...func(*ec2.Options)) (*ec2.DeleteSnapshotOutput, error) {
 			r.mu.Lock()
@@ -246,7 +260,7 @@ func newFixture(t testing.TB) *fixture {
 	ctrl := gomock.NewController(t)
 	f := &fixture{t: t, clk: clocktesting.NewFakeClock(t0), regions: map[string]*region{}}
 	for _, name := range []string{srcRegion, dstRegion} {
-		f.regions[name] = &region{name: name, m: mock.NewMockEC2(ctrl), deleteErr: map[string]error{}}
+		f.regions[name] = &region{name: name, m: mock.NewMockEC2(ctrl), deleteErr: map[string]error{}, locks: map[string]types.LockState{}}
 	}
 	return f
 }

@@ -70,8 +70,8 @@ const (
 	// vault account (RFC 3339) and removed once the share is removed: while it is there, the
 	// snapshot may be shared.
 	TagVaultSharedAt = tagPrefix + "vault-shared-at"
-	// TagBackupDeletedAt, on a vault copy kept by its lock or by vaultRetainOnDelete, records
-	// when its backup was deleted (RFC 3339).
+	// TagBackupDeletedAt, on a snapshot kept by its lock (or a vault copy kept by
+	// vaultRetainOnDelete), records when its backup was deleted (RFC 3339).
 	TagBackupDeletedAt = tagPrefix + "backup-deleted-at"
 	// TagVolumeType, TagVolumeIOPS and TagVolumeThroughput record the volume's settings
 	// so a restore can recreate them.

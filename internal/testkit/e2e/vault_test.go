@@ -174,7 +174,7 @@ func (r *rig) vaultDelete(sim simClient) {
 			t.Errorf("vault copies of %s after the deletion: %v; want the locked copy kept, tagged velero-async.io/backup-deleted-at", id, got)
 		}
 	}
-	if log, err := os.ReadFile(r.server.log.Name()); err != nil || !strings.Contains(string(log), "Kept vault copy") {
+	if log, err := os.ReadFile(r.server.log.Name()); err != nil || !strings.Contains(string(log), "Kept snapshot") {
 		t.Errorf("the Velero server's log does not say a vault copy was kept (%v)", err)
 	}
 	r.step("the vault's owner unlocks and deletes the kept vault copies (account A, %s)", copyRegion)
