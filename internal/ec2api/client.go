@@ -22,6 +22,20 @@ type Credentials struct {
 	File string
 }
 
+// defaultProfile is the profile of a credentials file read without a profile named.
+const defaultProfile = "default"
+
+// profile is the profile to load: the one named, else, with a credentials file, its default
+// one. Naming it makes the SDK take the credentials from the files even when the environment
+// holds keys (AWS_ACCESS_KEY_ID, a web identity), which it would otherwise prefer: a location's
+// credentials always win over the process's.
+func (c Credentials) profile() string {
+	if c.Profile == "" && c.File != "" {
+		return defaultProfile
+	}
+	return c.Profile
+}
+
 // String names where the credentials come from, for messages: never a secret, only the file's
 // path or the profile's name.
 func (c Credentials) String() string {
@@ -68,8 +82,8 @@ func (f *Factory) Client(ctx context.Context, region string, creds Credentials) 
 		config.WithRegion(region),
 		config.WithRetryer(newRetryer),
 	}
-	if creds.Profile != "" {
-		loadOpts = append(loadOpts, config.WithSharedConfigProfile(creds.Profile))
+	if profile := creds.profile(); profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(profile))
 	}
 	if creds.File != "" {
 		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{creds.File}))

@@ -2,9 +2,12 @@ package ec2api
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
 
 // isolate keeps the SDK's default chain away from the machine's own AWS settings.
@@ -40,7 +43,7 @@ func TestFactoryReusesClients(t *testing.T) {
 		{"through ForCredentials", func() (EC2, error) { return f.ForCredentials(Credentials{})(ctx, "us-east-1") }, true},
 		{"other region", func() (EC2, error) { return f.Client(ctx, "us-west-2", Credentials{}) }, false},
 		{"other credentials file", func() (EC2, error) {
-			return f.Client(ctx, "us-east-1", Credentials{File: filepath.Join(t.TempDir(), "creds")})
+			return f.Client(ctx, "us-east-1", Credentials{File: credentialsFile(t, "[default]\naws_access_key_id = AKIDFILE\naws_secret_access_key = s\n")})
 		}, false},
 	}
 	for _, tt := range tests {
@@ -61,5 +64,43 @@ func TestFactoryUnknownProfile(t *testing.T) {
 	_, err := NewFactory().Client(context.Background(), "eu-west-1", Credentials{Profile: "nope"})
 	if err == nil || !strings.Contains(err.Error(), "eu-west-1") {
 		t.Errorf("error %v, want one naming the region", err)
+	}
+}
+
+// credentialsFile writes a shared credentials file and returns its path.
+func credentialsFile(t *testing.T, content string) string {
+	path := filepath.Join(t.TempDir(), "creds")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A location's credentials file wins over keys in the process's environment, which the SDK
+// would otherwise prefer.
+func TestLocationCredentialsWinOverTheEnvironment(t *testing.T) {
+	isolate(t) // AWS_ACCESS_KEY_ID=AKIDTEST in the environment
+	file := credentialsFile(t, "[default]\naws_access_key_id = AKIDFILE\naws_secret_access_key = s\n"+
+		"[other]\naws_access_key_id = AKIDOTHER\naws_secret_access_key = s\n")
+	tests := []struct {
+		name  string
+		creds Credentials
+		want  string
+	}{
+		{"no location credentials: the environment", Credentials{}, "AKIDTEST"},
+		{"the location's file", Credentials{File: file}, "AKIDFILE"},
+		{"a profile of the location's file", Credentials{File: file, Profile: "other"}, "AKIDOTHER"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewFactory().Client(context.Background(), "us-east-1", tt.creds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.(*ec2.Client).Options().Credentials.Retrieve(context.Background())
+			if err != nil || got.AccessKeyID != tt.want {
+				t.Errorf("access key %q (%v), want %q", got.AccessKeyID, err, tt.want)
+			}
+		})
 	}
 }
