@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const (
@@ -129,6 +130,7 @@ func (c *Core) startBackup(req BackupRequest) (*BackupResult, error) {
 		Status: velerov1api.BackupStatus{Phase: velerov1api.BackupPhaseInProgress, StartTimestamp: &metav1.Time{Time: start}},
 	}
 	res := &BackupResult{Backup: backup}
+	c.publish(req.Location, backup)
 	c.observe(backupStatus(res, start))
 	if err := c.backupItems(req, res); err != nil {
 		return nil, err
@@ -160,7 +162,11 @@ func (c *Core) backupItems(req BackupRequest, res *BackupResult) error {
 	if err != nil {
 		return fmt.Errorf("getting volume snapshotter: %w", err)
 	}
-	if err := vs.Init(req.Location.Spec.Config); err != nil {
+	cfg, err := c.snapshotterConfig(req.Location)
+	if err != nil {
+		return fmt.Errorf("initializing volume snapshotter: %w", err)
+	}
+	if err := vs.Init(cfg); err != nil {
 		return fmt.Errorf("initializing volume snapshotter: %w", err)
 	}
 	var (
@@ -295,6 +301,8 @@ func (b backupRun) finish() {
 func (b backupRun) status() Status { return backupStatus(b.res, b.start) }
 
 func (b backupRun) operations() []*Operation { return b.res.Operations }
+
+func (b backupRun) object() client.Object { return b.res.Backup }
 
 // backupOps reaches backup item actions v2 for Progress and Cancel.
 type backupOps struct{ backup *velerov1api.Backup }

@@ -70,6 +70,7 @@ func (oc *operationsController) wait(r run, cl operationClient, timeout time.Dur
 	defer oc.mu.Unlock()
 	r.endItemPhase(time.Now())
 	r.enter(waiting)
+	oc.core.publish(r.object())
 	st := r.status()
 	oc.core.observe(st)
 	if len(r.operations()) == 0 {
@@ -139,6 +140,7 @@ func (oc *operationsController) reconcileOne(w *waiter) bool {
 	t := oc.core.reconcile(w.cl, w.run.operations(), w.timeout, w.reconciles)
 	w.run.record(w.reconciles, t)
 	w.run.enter(waiting)
+	oc.core.publish(w.run.object())
 	oc.core.observe(w.run.status())
 	if t.inProgress {
 		return true

@@ -60,10 +60,24 @@ type Core struct {
 	Hooks Hooks
 	// Observer, if set, sees the state after the item phase and after every reconcile.
 	Observer Observer
+	// API, when set, is the cluster's Kubernetes API. Core writes there what Velero's server
+	// has in it: the VolumeSnapshotLocation of every backup, restore and deletion, every Backup
+	// and Restore when it starts, when its item phase ends, after every reconcile (so before
+	// every round of Progress calls) and when it ends, and it deletes a Backup whose deletion
+	// succeeded. It reads there the Secret of a location's spec.credential, which it hands to the
+	// volume snapshotter as a credentialsFile as Velero does. Without an API core writes nothing
+	// and refuses locations with spec.credential.
+	API API
+	// CredentialsDir is where core writes the credentials files of locations' spec.credential
+	// (Velero's server uses <os.TempDir()>/credentials); by default a new temporary directory.
+	CredentialsDir string
 
 	// observing makes the backup controller and the operations controller, which run at once
 	// when several backups do, call Observer one at a time.
 	observing sync.Mutex
+	// credMu guards credDir, the credentials directory in use, and the files in it.
+	credMu  sync.Mutex
+	credDir string
 }
 
 // Hooks run inside the operation loop; nil hooks are skipped. When several backups run at once

@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // defaultItemOperationTimeout is Velero's default spec.itemOperationTimeout.
@@ -54,6 +56,8 @@ type run interface {
 	status() Status
 	// operations are the item operations the item phase started.
 	operations() []*Operation
+	// object is the Backup or Restore, as core publishes it to the API.
+	object() client.Object
 }
 
 // waitAndFinalize is core after the item phase of a backup or restore: it waits in
@@ -72,5 +76,6 @@ func (c *Core) waitAndFinalize(ctx context.Context, r run, cl operationClient, t
 func (c *Core) finalize(r run) {
 	r.enter(done)
 	r.finish()
+	c.publish(r.object())
 	c.observe(r.status())
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // RestoreRequest restores a backup's PVs from their snapshots.
@@ -66,6 +67,7 @@ func (c *Core) Restore(ctx context.Context, req RestoreRequest) (*RestoreResult,
 		Status: velerov1api.RestoreStatus{Phase: velerov1api.RestorePhaseInProgress, StartTimestamp: &metav1.Time{Time: start}},
 	}
 	res := &RestoreResult{Restore: restore}
+	c.publish(req.Location, restore)
 	c.observe(restoreStatus(res, start))
 	if err := c.restoreItems(req, res); err != nil {
 		return nil, err
@@ -122,7 +124,11 @@ func (c *Core) restorePV(m PluginManager, loc *velerov1api.VolumeSnapshotLocatio
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := vs.Init(loc.Spec.Config); err != nil {
+	cfg, err := c.snapshotterConfig(loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := vs.Init(cfg); err != nil {
 		return nil, nil, err
 	}
 	volumeID, err := vs.CreateVolumeFromSnapshot(snap.SnapshotID, snap.VolumeType, snap.Zone, snap.IOPS)
@@ -211,6 +217,8 @@ func (r restoreRun) finish() {
 func (r restoreRun) status() Status { return restoreStatus(r.res, r.start) }
 
 func (r restoreRun) operations() []*Operation { return r.res.Operations }
+
+func (r restoreRun) object() client.Object { return r.res.Restore }
 
 // restoreOps reaches restore item actions v2 for Progress and Cancel.
 type restoreOps struct{ restore *velerov1api.Restore }

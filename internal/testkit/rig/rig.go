@@ -18,6 +18,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 )
 
 // The regions of every scenario: volumes live in SourceRegion, copies go to CopyRegion.
@@ -38,6 +39,12 @@ type Env struct {
 	Progress io.Writer
 	// Debug logs core and the plugin at debug level (default info).
 	Debug bool
+	// KubeAPI gives every rig a Kubernetes API of its own (Rig.KubeAPI): its cores publish
+	// their Backups, Restores and VolumeSnapshotLocations there and read locations' credential
+	// Secrets from it, and its plugin processes read it through KUBECONFIG, with
+	// VELERO_NAMESPACE set to harness.Namespace. Without it the plugin's item actions have no
+	// API and use the default AWS credential chain.
+	KubeAPI bool
 }
 
 func (e *Env) level() logrus.Level {
@@ -73,10 +80,19 @@ type Rig struct {
 	PVs []*corev1api.PersistentVolume
 	// LogPath is the file with core's and the plugin's log lines.
 	LogPath string
+	// KubeAPI is the rig's Kubernetes API and Kubeconfig the file pointing at it, with
+	// Env.KubeAPI; nil and "" otherwise.
+	KubeAPI    *kubeapi.Server
+	Kubeconfig string
 
 	env     *Env
 	logFile *os.File
 	log     *logrus.Logger
+	// pluginDir is the plugin directory of the rig's cores: Env.Plugin's, or with KubeAPI the
+	// rig's own (see kubeapi.go).
+	pluginDir string
+	// credentialsDir is where the rig's cores write locations' credentials files.
+	credentialsDir string
 }
 
 // NewRig starts a simulator with cfg, seeds volumes (fixture.Fleet) in SourceRegion and returns
@@ -92,6 +108,15 @@ func (e *Env) NewRig(name string, cfg ec2sim.Config, volumes int) (*Rig, error) 
 		return nil, err
 	}
 	r.log = harness.NewLogger(r.logFile, e.level())
+	if e.Plugin != nil {
+		r.pluginDir = e.Plugin.Dir
+	}
+	if e.KubeAPI {
+		if err := r.startKubeAPI(name); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	if r.Core, err = r.NewCore(); err != nil {
 		r.Close()
 		return nil, err
@@ -103,23 +128,34 @@ func (e *Env) NewRig(name string, cfg ec2sim.Config, volumes int) (*Rig, error) 
 }
 
 // NewCore returns a Velero core over the rig's plugin directory, logging to the rig's log: a
-// plugin manager factory of its own, as another Velero install (or server) has. NewRig makes
+// plugin manager factory of its own, as another Velero install (or server) has. With
+// Env.KubeAPI it shares the rig's API, as a second server of one cluster would. NewRig makes
 // the rig's own Core with it.
 func (r *Rig) NewCore() (*harness.Core, error) {
-	if r.env.Plugin == nil {
-		return &harness.Core{Log: r.log, SyncPeriod: r.env.syncPeriod()}, nil // its plugins are the caller's
+	c := &harness.Core{Log: r.log, SyncPeriod: r.env.syncPeriod()}
+	if r.KubeAPI != nil {
+		c.API, c.CredentialsDir = r.KubeAPI, r.credentialsDir
 	}
-	plugins, err := harness.ProcessPlugins(r.env.Plugin.Dir, r.log, r.log.Level)
+	if r.env.Plugin == nil {
+		return c, nil // its plugins are the caller's
+	}
+	plugins, err := harness.ProcessPlugins(r.pluginDir, r.log, r.log.Level)
 	if err != nil {
 		return nil, err
 	}
-	return &harness.Core{Plugins: plugins, Log: r.log, SyncPeriod: r.env.syncPeriod()}, nil
+	c.Plugins = plugins
+	return c, nil
 }
 
-// Close stops the simulator and closes the log.
+// Close stops the simulator and the Kubernetes API and closes the log.
 func (r *Rig) Close() {
 	_ = r.Server.Close()
-	_ = r.logFile.Close()
+	if r.KubeAPI != nil {
+		r.KubeAPI.Close()
+	}
+	if r.logFile != nil {
+		_ = r.logFile.Close()
+	}
 }
 
 // FileName makes s a file name: lower case letters, digits and dashes.
