@@ -54,11 +54,12 @@ func setShare(ctx context.Context, c ec2api.EC2, id, account string, op types.Op
 	if op == types.OperationTypeRemove {
 		mods = &types.CreateVolumePermissionModifications{Remove: perm}
 	}
+	// A lost answer is settled by DescribeSnapshotAttribute, not by the SDK asking again.
 	_, err := c.ModifySnapshotAttribute(ctx, &ec2.ModifySnapshotAttributeInput{
 		SnapshotId:             aws.String(id),
 		Attribute:              types.SnapshotAttributeNameCreateVolumePermission,
 		CreateVolumePermission: mods,
-	}, ec2api.Bounded)
+	}, ec2api.Bounded, ec2api.RetryThrottlingOnly)
 	return err
 }
 
@@ -126,7 +127,11 @@ func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snap
 	lockNote := ""
 	if l, want := parseLockTag(tagValue(src.Tags, TagVaultLock)); want {
 		if !locked(v.lockState(cpID)) {
-			if err := t.lockVaultCopy(ctx, v, tg, cpID, l); err != nil {
+			if v.fillTimeLeft() <= 0 {
+				ph.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting to lock it: %s", cpID, tg, progressText(cp.Progress), budgetSpent)
+				return ph
+			}
+			if err := t.timed(v, func() error { return t.lockVaultCopy(ctx, v, tg, cpID, l) }); err != nil {
 				if ec2api.IsTransient(err) {
 					ph.desc = fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)
 					return ph
@@ -141,11 +146,27 @@ func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snap
 		return ph
 	}
 	ph.units = vaultCopyUnits + vaultStepUnits
-	if err := t.unshare(ctx, v, src, tg); err != nil {
+	if tagValue(src.Tags, TagVaultSharedAt) != "" && v.fillTimeLeft() <= 0 {
+		ph.desc = fmt.Sprintf("vault copy %s in %s completed%s; waiting to remove the share of %s: %s", cpID, tg, lockNote, aws.ToString(src.SnapshotId), budgetSpent)
+		return ph
+	}
+	if err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); err != nil {
 		ph.desc = fmt.Sprintf("vault copy %s in %s completed%s; %v", cpID, tg, lockNote, err)
 		return ph
 	}
 	return phase{units: 100, done: true, desc: fmt.Sprintf("vault copy %s in %s%s", cpID, tg, lockNote)}
+}
+
+// budgetSpent says why a step waits for the next reconcile.
+const budgetSpent = "this reconcile's time for EC2 requests is spent"
+
+// timed runs a step's requests, counting their time against the description's budget (the
+// one copies are started within): EC2's rate for mutating requests (5 a second) would
+// otherwise make one reconcile of a large backup's vault steps last minutes.
+func (t *Tracker) timed(v *backupView, step func() error) error {
+	start := t.clock.Now()
+	defer func() { v.spend(t.clock.Since(start)) }()
+	return step()
 }
 
 // lockVaultCopy locks a vault copy with the vault's credentials. An answer that may have taken
@@ -163,7 +184,7 @@ func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg target, c
 	if l.CoolOffHours > 0 {
 		in.CoolOffPeriod = aws.Int32(l.CoolOffHours)
 	}
-	out, err := c.LockSnapshot(ctx, in, ec2api.Bounded)
+	out, err := c.LockSnapshot(ctx, in, ec2api.Bounded, ec2api.RetryThrottlingOnly) // a lost answer: the next description tells
 	switch {
 	case err == nil:
 		v.recordLock(cpID, out.LockState)

@@ -24,7 +24,7 @@ type Scenario struct {
 
 // Sizes scale the scenarios: Full is what make fault runs, Quick what go test runs.
 type Sizes struct {
-	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes, ReusedVolumes, OutageVolumes int
+	StormVolumes, AmbiguousVolumes, ConsistencyVolumes, KillTrials, KillVolumes, CopySlotVolumes, ReusedVolumes, OutageVolumes, VaultVolumes int
 	// Outage is how long the source region is down in the outage scenario.
 	Outage time.Duration
 	// AmbiguousCopies makes copies in the ambiguous-failures scenario: every CopySnapshot whose
@@ -40,11 +40,11 @@ type Sizes struct {
 // Full are the sizes of make fault. The storm is the one of the benchmark targets: 300 volumes at
 // 10% of AWS's rates, about a quarter of an hour.
 var Full = Sizes{StormVolumes: 300, AmbiguousVolumes: 50, ConsistencyVolumes: 30, KillTrials: 20, KillVolumes: 8,
-	CopySlotVolumes: 100, ReusedVolumes: 30, OutageVolumes: 100, Outage: 30 * time.Second, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
+	CopySlotVolumes: 100, ReusedVolumes: 30, OutageVolumes: 100, VaultVolumes: 50, Outage: 30 * time.Second, Invisible: 10 * time.Second, PendingGP3: true, AmbiguousCopies: true}
 
 // Quick are the sizes of go test: every scenario but the heavy ones, smaller.
 var Quick = Sizes{AmbiguousVolumes: 20, ConsistencyVolumes: 10, KillTrials: 4, KillVolumes: 6, AmbiguousCopies: true,
-	CopySlotVolumes: 45, ReusedVolumes: 8, OutageVolumes: 20, Outage: 8 * time.Second, Invisible: 10 * time.Second}
+	CopySlotVolumes: 45, ReusedVolumes: 8, OutageVolumes: 20, VaultVolumes: 20, Outage: 8 * time.Second, Invisible: 10 * time.Second}
 
 // Scenarios returns the fault scenarios at the given sizes, the heavy storm first.
 func Scenarios(z Sizes) []Scenario {
@@ -119,6 +119,14 @@ func Scenarios(z Sizes) []Scenario {
 			Faults: fmt.Sprintf("EC2 in the source region answers nothing for %s from the second reconcile, its snapshots frozen meanwhile", z.Outage),
 			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
 				return outage(ctx, e, res, z.OutageVolumes, z.Outage)
+			},
+		},
+		{
+			Name: "Vault copies, answers lost", Timeout: 10 * time.Minute,
+			Load:   fmt.Sprintf("%d volumes, copies, vault copies in another account locked for a day, deletion", z.VaultVolumes),
+			Faults: "20% of ModifySnapshotAttribute, CopySnapshot and LockSnapshot answers lost after effect",
+			Run: func(ctx context.Context, e *rig.Env, res *rig.Result) error {
+				return vault(ctx, e, res, z.VaultVolumes)
 			},
 		},
 		{

@@ -25,9 +25,25 @@ const (
 	VaultAccount  = "222222222222"
 )
 
+// accountKeys are the accounts' access keys: the source account's are those plugin processes
+// find in their environment (UseEndpoint).
 var accountKeys = map[string]ec2sim.AccessKey{
-	SourceAccount: {AccessKeyID: "AKIASOURCEACCOUNT000", SecretAccessKey: "source-secret"},
+	SourceAccount: harnessKey,
 	VaultAccount:  {AccessKeyID: "AKIAVAULTACCOUNT0000", SecretAccessKey: "vault-secret"},
+}
+
+// WithAccounts returns cfg with the source account (the default one, which seeded volumes
+// belong to) and the vault account added, authentication on, each allowed only the given EC2
+// actions when not empty.
+func WithAccounts(cfg ec2sim.Config, sourceAllowed, vaultAllowed []string) ec2sim.Config {
+	cfg.Accounts = nil
+	for _, a := range []struct {
+		id      string
+		allowed []string
+	}{{SourceAccount, sourceAllowed}, {VaultAccount, vaultAllowed}} {
+		cfg.Accounts = append(cfg.Accounts, ec2sim.Account{ID: a.id, AccessKeys: []ec2sim.AccessKey{accountKeys[a.id]}, AllowedActions: a.allowed})
+	}
+	return cfg
 }
 
 // Accounts is the simulator with a source account and a vault account, authentication on and
@@ -45,28 +61,29 @@ type Accounts struct {
 func NewAccounts(t testing.TB, cfg ec2sim.Config, sourceAllowed, vaultAllowed []string) *Accounts {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
-	for id, allowed := range map[string][]string{SourceAccount: sourceAllowed, VaultAccount: vaultAllowed} {
-		cfg.Accounts = append(cfg.Accounts, ec2sim.Account{ID: id, AccessKeys: []ec2sim.AccessKey{accountKeys[id]}, AllowedActions: allowed})
-	}
-	srv, err := ec2sim.Start(cfg, ec2sim.WithClock(clk))
+	srv, err := ec2sim.Start(WithAccounts(cfg, sourceAllowed, vaultAllowed), ec2sim.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	return &Accounts{Clock: clk, Sim: srv.Sim, Source: signingAs(srv.URL, SourceAccount), Vault: signingAs(srv.URL, VaultAccount)}
+	return &Accounts{Clock: clk, Sim: srv.Sim, Source: SigningAs(srv.URL, SourceAccount), Vault: SigningAs(srv.URL, VaultAccount)}
 }
 
-// signingAs returns clients of the simulator at url that sign as the account.
-func signingAs(url, account string) ec2api.Regional {
+// SigningAs returns clients of the simulator at url that sign as the account (SourceAccount
+// or VaultAccount).
+func SigningAs(url, account string) ec2api.Regional {
+	return func(_ context.Context, region string) (ec2api.EC2, error) { return ClientAs(url, account, region), nil }
+}
+
+// ClientAs is an EC2 client of the simulator at url in region signing as the account.
+func ClientAs(url, account, region string) *ec2.Client {
 	key := accountKeys[account]
-	return func(_ context.Context, region string) (ec2api.EC2, error) {
-		return ec2.New(ec2.Options{
-			Region: region, BaseEndpoint: aws.String(url),
-			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-				return aws.Credentials{AccessKeyID: key.AccessKeyID, SecretAccessKey: key.SecretAccessKey}, nil
-			}),
-		}), nil
-	}
+	return ec2.New(ec2.Options{
+		Region: region, BaseEndpoint: aws.String(url),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: key.AccessKeyID, SecretAccessKey: key.SecretAccessKey}, nil
+		}),
+	})
 }
 
 // The backup and PV of the operations Accounts runs.

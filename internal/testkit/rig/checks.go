@@ -125,7 +125,8 @@ func (r *Rig) SourceOf(backup, pvName string) (source, copy ec2sim.Snapshot) {
 
 // CountLeaked waits up to settle for snapshots whose deletion is pending to go (EC2 removes a
 // deleted pending snapshot when it completes), then adds to res.Leaked every snapshot and copy
-// left in either region, and records each as a problem.
+// left in either region, of the source account or the vault account, and records each as a
+// problem.
 func (r *Rig) CountLeaked(res *Result, settle time.Duration) {
 	deadline := time.Now().Add(settle)
 	for {
@@ -141,7 +142,7 @@ func (r *Rig) CountLeaked(res *Result, settle time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, region := range []string{SourceRegion, CopyRegion} {
-		for _, s := range r.Sim.Snapshots(region) {
+		for _, s := range append(r.Sim.Snapshots(region), r.Sim.SnapshotsIn(VaultAccount, region)...) {
 			res.Leaked++
 			if len(res.Problems) < 20 {
 				res.Problemf("left after deletion: %s in %s (%s, %s, backup %q, pv %q, delete pending %v)", s.ID, region, s.VolumeID, s.State,

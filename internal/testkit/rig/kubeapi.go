@@ -32,7 +32,6 @@ import (
 const (
 	kubeconfigFile = "kubeconfig"
 	pluginsDir     = "plugins"
-	pluginTmpDir   = "tmp"
 	credentialsDir = "credentials"
 )
 
@@ -53,12 +52,16 @@ func (r *Rig) startKubeAPI(name string) error {
 	if r.env.Plugin == nil {
 		return nil // the cores' plugins are the caller's
 	}
-	tmp := filepath.Join(dir, pluginTmpDir)
+	// The plugin's TMPDIR holds go-plugin's Unix socket, whose path may not be longer than
+	// sun_path (108 bytes): it is a short directory of the system's temp dir, not under dir.
+	tmp, err := os.MkdirTemp("", "rig-tmp-")
+	if err != nil {
+		return err
+	}
+	r.pluginTmp = tmp
 	plugins := filepath.Join(dir, pluginsDir)
-	for _, d := range []string{tmp, plugins} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
+	if err := os.MkdirAll(plugins, 0o700); err != nil {
+		return err
 	}
 	// bash, for exec -a: the plugin names itself to Velero by its argv[0], which must stay
 	// the script's for Velero to start the script for every plugin, not the binary.

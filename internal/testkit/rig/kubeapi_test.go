@@ -34,7 +34,7 @@ func TestKubeAPIPluginScript(t *testing.T) {
 	for _, want := range []string{
 		"KUBECONFIG=" + r.Kubeconfig,
 		"VELERO_NAMESPACE=" + harness.Namespace,
-		"TMPDIR=" + filepath.Join(filepath.Dir(r.pluginDir), pluginTmpDir),
+		"TMPDIR=" + r.pluginTmp,
 		"RIG_TEST_INHERITED=kept",
 		"RIG_TEST_ARG=a b",
 	} {

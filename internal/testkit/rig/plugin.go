@@ -16,6 +16,7 @@ import (
 
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
 )
 
@@ -161,13 +162,16 @@ func (p *Plugin) SampleMemory(interval time.Duration) *process.MemorySampler {
 	return process.SampleMemory(os.Getpid(), p.Binary, interval)
 }
 
+// harnessKey is the access key of plugin processes' environment.
+var harnessKey = ec2sim.AccessKey{AccessKeyID: "AKIAHARNESS", SecretAccessKey: "harness-secret"}
+
 // UseEndpoint points plugin processes started from now on (they inherit this process's
 // environment) at the EC2 endpoint url, with fake credentials and no instance metadata.
 func UseEndpoint(url string) {
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL_EC2":      url,
-		"AWS_ACCESS_KEY_ID":         "AKIAHARNESS",
-		"AWS_SECRET_ACCESS_KEY":     "harness-secret",
+		"AWS_ACCESS_KEY_ID":         harnessKey.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY":     harnessKey.SecretAccessKey,
 		"AWS_EC2_METADATA_DISABLED": "true",
 	} {
 		_ = os.Setenv(k, v)

@@ -93,6 +93,8 @@ type Rig struct {
 	pluginDir string
 	// credentialsDir is where the rig's cores write locations' credentials files.
 	credentialsDir string
+	// pluginTmp is the TMPDIR of the rig's plugin processes, with KubeAPI; removed at Close.
+	pluginTmp string
 }
 
 // NewRig starts a simulator with cfg, seeds volumes (fixture.Fleet) in SourceRegion and returns
@@ -152,6 +154,9 @@ func (r *Rig) Close() {
 	_ = r.Server.Close()
 	if r.KubeAPI != nil {
 		r.KubeAPI.Close()
+	}
+	if r.pluginTmp != "" {
+		_ = os.RemoveAll(r.pluginTmp)
 	}
 	if r.logFile != nil {
 		_ = r.logFile.Close()
@@ -218,7 +223,11 @@ func (r *Rig) record(res *Result, b *harness.BackupResult) {
 
 // earlyCheck returns the check of req's operations as core sees them complete.
 func (r *Rig) earlyCheck(res *Result, req harness.BackupRequest) *earlyCheck {
-	return &earlyCheck{rig: r, res: res, backup: req.Name, copyTo: req.Location.Spec.Config[ebs.ConfigCopyToRegion], seen: map[*harness.Operation]bool{}}
+	c := &earlyCheck{rig: r, res: res, backup: req.Name, copyTo: req.Location.Spec.Config[ebs.ConfigCopyToRegion], seen: map[*harness.Operation]bool{}}
+	if c.vault = hasVault(req.Location); c.vault {
+		c.lockMode = req.Location.Spec.Config[ebs.ConfigVaultLockMode]
+	}
+	return c
 }
 
 // earlyCheck is a harness.Observer that checks each operation when it is first seen completed.
@@ -226,7 +235,10 @@ type earlyCheck struct {
 	rig            *Rig
 	res            *Result
 	backup, copyTo string
-	seen           map[*harness.Operation]bool
+	// vault is set when the location asks for vault copies, lockMode when it locks them.
+	vault    bool
+	lockMode string
+	seen     map[*harness.Operation]bool
 }
 
 // Observe checks the operations that completed since the last call.
@@ -236,11 +248,15 @@ func (c *earlyCheck) Observe(s harness.Status) {
 			continue
 		}
 		c.seen[op] = true
-		if src, _ := c.rig.SourceOf(c.backup, op.Resource.Name); src.ID == "" {
+		src, _ := c.rig.SourceOf(c.backup, op.Resource.Name)
+		if src.ID == "" {
 			continue // no snapshot was taken (an item error says why): nothing to wait for
 		}
 		if why := c.rig.Usable(c.backup, op.Resource.Name, c.copyTo); why != "" {
 			c.res.Problemf("backup %s completed early: %s", c.backup, why)
+		}
+		if why := c.rig.vaultUsable(src, c.lockMode); c.vault && why != "" {
+			c.res.Problemf("backup %s completed early: %s: %s", c.backup, op.Resource.Name, why)
 		}
 	}
 }

@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
+)
+
+// Vault copies through Velero core: 50 volumes of the source account with vault copies in the
+// vault account, in the copy region, under a one-day governance lock, while plugin processes are
+// killed before random Progress calls. Every operation completes only once its vault copy is
+// completed and locked and its source no longer shared (checked the moment core sees it
+// complete); one vault copy per source; a restore from the vault in a recovery location; the
+// deletion keeps the locked vault copies, tagged, and reports no error.
+// deletionSettle is how long a deletion's pending snapshots may take to go.
+const deletionSettle = 30 * time.Second
+
+func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
+	const volumes = 50
+	r := newAPIRig(t, rig.WithAccounts(rig.FastConfig(21), nil, nil), volumes)
+	loc, err := r.VaultLocation("", ebs.LockModeGovernance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(21, 7))
+	killed := 0
+	r.Core.Hooks = harness.Hooks{BeforeProgress: func(n, i int) {
+		if rng.Float64() < 0.05 {
+			killed += plugin.KillPlugins()
+		}
+	}}
+	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
+	defer cancel()
+	found := &rig.Result{}
+	res, err := r.Backup(ctx, found, "vaulted", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Core.Hooks = harness.Hooks{}
+	r.Check(found, res, nil)
+	r.CheckVault(found, res, loc)
+	require(t, found)
+	if killed == 0 {
+		t.Error("no plugin process was killed")
+	}
+	t.Logf("%d plugin processes killed", killed)
+	for _, op := range res.Operations {
+		if want := "in vault account " + rig.VaultAccount + " in " + rig.CopyRegion + ", locked (governance, 1 days) completed"; !strings.HasSuffix(op.Status.Description, want) {
+			t.Errorf("%s: description %q does not end %q", op.Resource.Name, op.Status.Description, want)
+		}
+	}
+
+	// A recovery location in the vault account: the same name, the copy region, the vault's
+	// credentials (its Secret), no vault of its own.
+	recovery := harness.NewLocation(loc.Name, map[string]string{ebs.ConfigRegion: rig.CopyRegion})
+	recovery.Spec.Credential = rig.VaultCredential()
+	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "from-the-vault", Backup: res, Location: recovery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Volumes) != volumes {
+		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), volumes,
+			restore.ItemErrors, restore.OperationErrors)
+	}
+	made := map[string]string{}
+	for _, v := range r.Sim.VolumesIn(rig.VaultAccount, rig.CopyRegion) {
+		made[v.ID] = v.SnapshotID
+	}
+	vaultCopies := map[string]string{}
+	for _, s := range r.Sim.SnapshotsIn(rig.VaultAccount, rig.CopyRegion) {
+		vaultCopies[s.ID] = s.SourceSnapshotID
+	}
+	for _, v := range restore.Volumes {
+		if src, ok := made[v.VolumeID]; !ok || vaultCopies[src] != v.SnapshotID {
+			t.Errorf("%s: restored volume %s is not made in the vault from the vault copy of %s", v.PV, v.VolumeID, v.SnapshotID)
+		}
+	}
+
+	deleted := &rig.Result{}
+	r.Delete(deleted, res, loc)
+	r.CheckKeptVaultCopies(ctx, deleted, res)
+	r.CountLeaked(deleted, deletionSettle)
+	require(t, deleted)
+}

@@ -1,0 +1,121 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+)
+
+// Vault copies in a rig: a rig whose Env has KubeAPI and whose simulator has WithAccounts's
+// accounts backs up the source account's volumes through a location with a vault in
+// VaultAccount, in CopyRegion.
+
+// vaultSecret is the Secret holding the vault account's credentials file.
+const vaultSecret = "vault-credentials"
+
+// VaultLocation puts the vault account's credentials in the rig's API and returns the
+// location "vault": the source region, copies to copyTo when set, vault copies in CopyRegion,
+// locked in lockMode for a day when lockMode is set.
+func (r *Rig) VaultLocation(copyTo, lockMode string) (*velerov1api.VolumeSnapshotLocation, error) {
+	key := accountKeys[VaultAccount]
+	file := fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", key.AccessKeyID, key.SecretAccessKey)
+	if err := r.PutSecret(vaultSecret, map[string][]byte{ebs.DefaultVaultCredentialKey: file}); err != nil {
+		return nil, err
+	}
+	loc := Location(SourceRegion, copyTo)
+	loc.Name = "vault"
+	for k, v := range map[string]string{ebs.ConfigVaultAccountID: VaultAccount, ebs.ConfigVaultCredentialSecret: vaultSecret, ebs.ConfigVaultRegion: CopyRegion} {
+		loc.Spec.Config[k] = v
+	}
+	if lockMode != "" {
+		loc.Spec.Config[ebs.ConfigVaultLockMode] = lockMode
+		loc.Spec.Config[ebs.ConfigVaultLockDurationDays] = "1"
+	}
+	return loc, nil
+}
+
+// VaultCredential is the spec.credential of a location acting as the vault account, such as a
+// recovery location restoring from the vault copies (the Secret VaultLocation puts).
+func VaultCredential() *corev1.SecretKeySelector {
+	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: vaultSecret}, Key: ebs.DefaultVaultCredentialKey}
+}
+
+// vaultCopiesOf returns the vault account's copies of a source.
+func (r *Rig) vaultCopiesOf(sourceID string) []ec2sim.Snapshot {
+	var out []ec2sim.Snapshot
+	for _, s := range r.Sim.SnapshotsIn(VaultAccount, CopyRegion) {
+		if s.SourceSnapshotID == sourceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// vaultUsable says what is missing of a source's vault copy for its operation to be complete:
+// the copy, completed, locked when asked, and the source no longer shared; "" when nothing is.
+func (r *Rig) vaultUsable(src ec2sim.Snapshot, lockMode string) string {
+	cs := r.vaultCopiesOf(src.ID)
+	switch {
+	case len(cs) != 1:
+		return fmt.Sprintf("%d vault copies of %s, want 1", len(cs), src.ID)
+	case cs[0].State != "completed":
+		return fmt.Sprintf("vault copy %s of %s is %s", cs[0].ID, src.ID, cs[0].State)
+	case lockMode != "" && cs[0].LockState != lockMode:
+		return fmt.Sprintf("vault copy %s of %s is not locked in %s mode (lock state %q)", cs[0].ID, src.ID, lockMode, cs[0].LockState)
+	case len(src.SharedWith) > 0:
+		return fmt.Sprintf("source %s is still shared with %v", src.ID, src.SharedWith)
+	}
+	return ""
+}
+
+// CheckVault records in res what is wrong with the backup's vault copies: one completed copy per
+// snapshot (locked when the location asks), every extra one a duplicate, and nothing left shared.
+func (r *Rig) CheckVault(res *Result, b *harness.BackupResult, loc *velerov1api.VolumeSnapshotLocation) {
+	lockMode := loc.Spec.Config[ebs.ConfigVaultLockMode]
+	sources := map[string]ec2sim.Snapshot{}
+	for _, s := range r.Sim.Snapshots(SourceRegion) {
+		sources[s.ID] = s
+	}
+	for _, snap := range b.Snapshots {
+		res.Duplicates += max(0, len(r.vaultCopiesOf(snap.SnapshotID))-1)
+		if why := r.vaultUsable(sources[snap.SnapshotID], lockMode); why != "" {
+			res.Problemf("%s: %s", snap.PV, why)
+		}
+	}
+	if shared := r.Sim.SharedSnapshots(SourceAccount); len(shared) > 0 {
+		res.Problemf("%d snapshots left shared, the first %s with %v", len(shared), shared[0].ID, shared[0].SharedWith)
+	}
+}
+
+// CheckKeptVaultCopies records in res a vault copy of the deleted backup that was not kept and
+// tagged as kept by its lock, then unlocks and deletes them as the vault's owner would.
+func (r *Rig) CheckKeptVaultCopies(ctx context.Context, res *Result, b *harness.BackupResult) {
+	c := ClientAs(r.Server.URL, VaultAccount, CopyRegion)
+	for _, snap := range b.Snapshots {
+		cs := r.vaultCopiesOf(snap.SnapshotID)
+		if len(cs) != 1 || cs[0].Tags[ebs.TagBackupDeletedAt] == "" {
+			res.Problemf("%s: vault copies %+v after the deletion, want the locked one kept, tagged %s", snap.PV, cs, ebs.TagBackupDeletedAt)
+		}
+		for _, s := range cs {
+			if _, err := c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: aws.String(s.ID)}); err != nil {
+				res.Problemf("unlocking %s: %v", s.ID, err)
+			}
+			if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(s.ID)}); err != nil {
+				res.Problemf("deleting %s: %v", s.ID, err)
+			}
+		}
+	}
+}
+
+// hasVault reports whether a location asks for vault copies.
+func hasVault(loc *velerov1api.VolumeSnapshotLocation) bool {
+	return loc.Spec.Config[ebs.ConfigVaultAccountID] != ""
+}
