@@ -16,7 +16,6 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
@@ -27,18 +26,7 @@ import (
 // processes read.
 func newAPIRig(t *testing.T, cfg ec2sim.Config, volumes int) *suite {
 	t.Helper()
-	env := &rig.Env{Plugin: plugin, LogDir: t.TempDir(), SyncPeriod: syncPeriod, KubeAPI: true}
-	r, err := env.NewRig(t.Name(), cfg, volumes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		r.Close()
-		if t.Failed() {
-			t.Logf("last lines of %s:\n%s", r.LogPath, process.LogTail(r.LogPath, logLines))
-		}
-	})
-	return &suite{Rig: r, t: t}
+	return newRigIn(t, &rig.Env{Plugin: plugin, LogDir: t.TempDir(), SyncPeriod: syncPeriod, KubeAPI: true}, cfg, volumes)
 }
 
 // credentialsFile is an AWS shared credentials file with key as its default profile.

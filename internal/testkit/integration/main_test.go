@@ -43,7 +43,12 @@ type suite struct {
 // plugin's logs go to a file whose tail is printed if the test fails.
 func newRig(t *testing.T, cfg ec2sim.Config, volumes int) *suite {
 	t.Helper()
-	env := &rig.Env{Plugin: plugin, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
+	return newRigIn(t, &rig.Env{Plugin: plugin, LogDir: t.TempDir(), SyncPeriod: syncPeriod}, cfg, volumes)
+}
+
+// newRigIn is newRig in env.
+func newRigIn(t *testing.T, env *rig.Env, cfg ec2sim.Config, volumes int) *suite {
+	t.Helper()
 	r, err := env.NewRig(t.Name(), cfg, volumes)
 	if err != nil {
 		t.Fatal(err)
