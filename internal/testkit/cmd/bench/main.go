@@ -19,6 +19,9 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
+// veleroSyncPeriod is Velero's default --item-operation-sync-frequency.
+const veleroSyncPeriod = 10 * time.Second
+
 func main() {
 	rig.ServeBuiltinPlugins()
 	o := bench.Options{
@@ -34,6 +37,7 @@ func main() {
 	}
 	o.GrowthScenario.Snapshots = ec2sim.Range(time.Second, 2*time.Second)
 	o.GrowthScenario.Copies = ec2sim.Range(time.Second, 2*time.Second)
+	o.GrowthScenario.SyncPeriod.Duration = veleroSyncPeriod
 	var err error
 	out := "bench-results.json"
 	var only, skip string
@@ -47,7 +51,7 @@ func main() {
 	restoreFlags(fs, &o.Restore)
 	stormFlags(fs, &o.Storm)
 	_ = fs.Parse(os.Args[1:])
-	o.GrowthScenario.SyncPeriod, o.GrowthScenario.ThrottleScale = o.Scenario.SyncPeriod, o.Scenario.ThrottleScale
+	o.GrowthScenario.ThrottleScale = o.Scenario.ThrottleScale
 	if o.Skip, err = skipped(only, skip); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -63,7 +67,7 @@ func standardFlags(fs *flag.FlagSet, o *bench.Options) {
 	fs.IntVar(&o.Scenario.Volumes, "volumes", o.Scenario.Volumes, "volumes in the standard scenario")
 	fs.Var(&o.Scenario.Snapshots, "snapshot-duration", "snapshot duration in the standard scenario, MIN-MAX")
 	fs.Var(&o.Scenario.Copies, "copy-duration", "copy duration in the standard scenario, MIN-MAX")
-	fs.DurationVar(&o.Scenario.SyncPeriod.Duration, "sync-period", o.Scenario.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency (standard and growth)")
+	fs.DurationVar(&o.Scenario.SyncPeriod.Duration, "sync-period", o.Scenario.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency (standard)")
 	fs.Float64Var(&o.Scenario.ThrottleScale, "throttle-scale", o.Scenario.ThrottleScale, "EC2 request rates as a multiple of AWS's (standard and growth)")
 	fs.IntVar(&o.BlockingVolumes, "blocking-volumes", o.BlockingVolumes, "volumes the blocking baseline really backs up (scaled linearly)")
 	fs.IntVar(&o.CompareVolumes, "compare-volumes", o.CompareVolumes, "volume count of the plugin-versus-blocking comparison (0: skip)")
@@ -85,6 +89,8 @@ func growthFlags(fs *flag.FlagSet, o *bench.Options) {
 	})
 	fs.Var(&o.GrowthScenario.Snapshots, "growth-snapshot-duration", "snapshot duration of the growth runs")
 	fs.Var(&o.GrowthScenario.Copies, "growth-copy-duration", "copy duration of the growth runs")
+	fs.DurationVar(&o.GrowthScenario.SyncPeriod.Duration, "growth-sync-period", o.GrowthScenario.SyncPeriod.Duration,
+		"Velero's --item-operation-sync-frequency in the growth runs (default Velero's own: the calls per volume depend on it, as EC2's request rates bound how many copies one reconcile may start)")
 }
 
 func schedulesFlags(fs *flag.FlagSet, s *bench.Schedules) {
