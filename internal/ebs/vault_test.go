@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
@@ -49,6 +52,9 @@ func TestVaultCopyIsSharedCopiedLockedAndUnshared(t *testing.T) {
 		lock    ebs.Lock
 		vol     ec2sim.VolumeSpec
 		restart bool
+		// foreign, when set, puts in the vault first another cluster's vault copy for a backup of
+		// the same name, from the same source region: it must be left as it is.
+		foreign bool
 		faults  ec2sim.Faults
 		// wantErr, when set, is a substring of the operation's error; the operation must
 		// succeed otherwise.
@@ -57,6 +63,7 @@ func TestVaultCopyIsSharedCopiedLockedAndUnshared(t *testing.T) {
 		{name: "locked vault copy", lock: dayLock},
 		{name: "locked vault copy, a new process every call", lock: dayLock, restart: true},
 		{name: "no lock", vol: ec2sim.VolumeSpec{}},
+		{name: "another cluster's vault copy of a backup of the same name", lock: dayLock, foreign: true},
 		{name: "answers lost after sharing, copying and locking took effect", lock: dayLock, restart: true,
 			faults: ec2sim.Faults{DropAfterEffectRate: 1, DropActions: []string{"ModifySnapshotAttribute", "CopySnapshot", "LockSnapshot"}}},
 		{name: "customer key granted to the vault", lock: dayLock, vol: ec2sim.VolumeSpec{KmsKeyID: grantedKey}},
@@ -68,6 +75,10 @@ func TestVaultCopyIsSharedCopiedLockedAndUnshared(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newVaultWorld(t, tt.faults)
+			foreignID := ""
+			if tt.foreign {
+				foreignID = foreignVaultCopy(t, w)
+			}
 			vol := tt.vol
 			vol.SizeGiB = 8
 			srcID, opID, err := w.Snapshot(vaultConfig(tt.lock), sourceRegion, vol)
@@ -90,6 +101,13 @@ func TestVaultCopyIsSharedCopiedLockedAndUnshared(t *testing.T) {
 				t.Errorf("snapshots left shared with the vault: %+v", shared)
 			}
 			copies := w.VaultCopies(vaultRegion, srcID)
+			if foreignID != "" {
+				for _, f := range w.Sim.SnapshotsIn(vaultAccount, vaultRegion) {
+					if f.ID == foreignID && (f.LockState != "" || f.Tags[ebs.TagBackupDeletedAt] != "" || f.State != "completed") {
+						t.Errorf("another cluster's vault copy %s was touched: %+v", f.ID, f)
+					}
+				}
+			}
 			if len(tt.wantErr) > 0 {
 				for _, s := range tt.wantErr {
 					if !strings.Contains(p.Err, s) {
@@ -166,4 +184,29 @@ func TestDeletingABackupKeepsLockedVaultCopies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// foreignVaultCopy makes, in the vault account and region, a completed snapshot tagged as a vault
+// copy for another cluster's backup of the same name from the same source region, as that
+// cluster's plugin would have; it returns its ID.
+func foreignVaultCopy(t *testing.T, w *rig.Accounts) string {
+	t.Helper()
+	ctx := context.Background()
+	vol := w.Sim.AddVolumesTo(vaultAccount, vaultRegion, ec2sim.VolumeSpec{AvailabilityZone: vaultRegion + "a", SizeGiB: 8})[0]
+	c, err := w.Vault(ctx, vaultRegion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := []types.Tag{}
+	for k, v := range map[string]string{ebs.TagBackup: rig.AccountsBackup, ebs.TagBackupUID: "uid-of-another-cluster",
+		ebs.TagSourceSnapshotID: "snap-0f0f0f0f0f0f0f0f0", ebs.TagSourceRegion: sourceRegion, ebs.TagVaultLock: "governance:1"} {
+		tags = append(tags, types.Tag{Key: aws.String(k), Value: aws.String(v)})
+	}
+	out, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tags}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Clock.Step(time.Minute) // completed before the backup starts
+	return aws.ToString(out.SnapshotId)
 }
