@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
@@ -69,8 +70,8 @@ func (s summary) print(w io.Writer) {
 	if s.peakMemory > 0 {
 		fmt.Fprintf(w, "  Peak plugin process memory (VmHWM): %.1f MiB\n", float64(s.peakMemory)/(1<<20))
 	}
-	fmt.Fprintf(w, "  Left in the simulator after deletion: %d snapshots (%v); %d restored volumes in %s (the restored cluster's)\n",
-		s.leftover(), s.left, len(r.Volumes), s.o.copyRegion)
+	fmt.Fprintf(w, "  Left in the simulator after deletion: %d snapshots (%s); %d restored volumes in %s, kept: they are the restored cluster's, not the backup's\n",
+		s.leftover(), perRegion(s.left), len(r.Volumes), s.o.copyRegion)
 	if s.logPath != "" {
 		fmt.Fprintf(w, "  Velero and plugin log: %s\n", s.logPath)
 	}
@@ -90,3 +91,12 @@ func sum(m map[string]int) int {
 }
 
 func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+
+// perRegion lists counts by region, regions sorted: "0 in us-east-1, 0 in us-west-2".
+func perRegion(counts map[string]int) string {
+	parts := make([]string, 0, len(counts))
+	for _, region := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d in %s", counts[region], region))
+	}
+	return strings.Join(parts, ", ")
+}
