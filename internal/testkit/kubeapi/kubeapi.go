@@ -87,6 +87,8 @@ type Request struct {
 	UserAgent string
 	// Code is the HTTP status of the answer.
 	Code int
+	// Access is what the request asked for; zero for discovery.
+	Access Access
 }
 
 // key names a stored object.
@@ -104,10 +106,12 @@ type Server struct {
 	srv    *httptest.Server
 	scheme *runtime.Scheme
 
-	mu       sync.Mutex
-	objects  map[key]client.Object
-	version  int64
-	requests []Request
+	mu         sync.Mutex
+	objects    map[key]client.Object
+	version    int64
+	requests   []Request
+	rules      []Rule
+	restricted bool
 }
 
 // Start starts a server on a free port of 127.0.0.1, serving no object yet. Close it when done.
@@ -291,17 +295,62 @@ func groupVersionPath(gv schema.GroupVersion) string {
 
 // serve answers one request and records it.
 func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
-	code, body := s.answer(req)
+	code, body, access := s.answer(req)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, UserAgent: req.UserAgent(), Code: code})
+	s.requests = append(s.requests, Request{Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, UserAgent: req.UserAgent(), Code: code, Access: access})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// answer returns the status code and the body of the answer to req.
-func (s *Server) answer(req *http.Request) (int, any) {
+// answer returns the status code and the body of the answer to req, and what it asked for.
+func (s *Server) answer(req *http.Request) (int, any, Access) {
+	if r, namespace, name, ok := resourceRequest(req.URL.Path); ok && req.Method == http.MethodGet && !watching(req.URL.Query()) {
+		verb := VerbGet
+		if name == "" {
+			verb = VerbList
+		}
+		a := Access{Group: r.GVK.Group, Resource: r.Plural, Verb: verb}
+		if !s.granted(a) {
+			code, body := forbidden(r, verb, name)
+			return code, body, a
+		}
+		if verb == VerbList {
+			code, body := s.list(req.URL.Query(), r, namespace)
+			return code, body, a
+		}
+		code, body := s.get(r, namespace, name)
+		return code, body, a
+	}
+	code, body := s.answerOther(req)
+	return code, body, Access{}
+}
+
+// resourceRequest reads the resource, namespace and name (empty for a list) a path names.
+func resourceRequest(path string) (r Resource, namespace, name string, ok bool) {
+	path = strings.TrimSuffix(path, "/")
+	for _, r := range Resources {
+		rest, found := strings.CutPrefix(path, groupVersionPath(r.GVK.GroupVersion())+"/")
+		if !found {
+			continue
+		}
+		parts := strings.Split(rest, "/")
+		switch {
+		case len(parts) == 1 && parts[0] == r.Plural:
+			return r, "", "", true
+		case len(parts) == 3 && parts[0] == "namespaces" && parts[2] == r.Plural:
+			return r, parts[1], "", true
+		case len(parts) == 4 && parts[0] == "namespaces" && parts[2] == r.Plural:
+			return r, parts[1], parts[3], true
+		}
+	}
+	return Resource{}, "", "", false
+}
+
+// answerOther answers what is not a get or list of a served resource: discovery, the version,
+// watches and other methods (refused), unknown paths.
+func (s *Server) answerOther(req *http.Request) (int, any) {
 	path := strings.TrimSuffix(req.URL.Path, "/")
 	if req.Method != http.MethodGet {
 		return failure(apierrors.NewMethodNotSupported(schema.GroupResource{}, req.Method))
@@ -331,24 +380,8 @@ func (s *Server) answer(req *http.Request) (int, any) {
 	case "/version":
 		return http.StatusOK, map[string]string{"major": "1", "minor": "33", "gitVersion": "v1.33.0-kubeapi", "platform": "linux/amd64"}
 	}
-	for _, r := range Resources {
-		prefix := groupVersionPath(r.GVK.GroupVersion())
-		rest, ok := strings.CutPrefix(path, prefix+"/")
-		if !ok {
-			continue
-		}
-		parts := strings.Split(rest, "/")
-		switch {
-		case len(parts) == 1 && parts[0] == r.Plural:
-			return s.list(req.URL.Query(), r, "")
-		case len(parts) == 3 && parts[0] == "namespaces" && parts[2] == r.Plural:
-			return s.list(req.URL.Query(), r, parts[1])
-		case len(parts) == 4 && parts[0] == "namespaces" && parts[2] == r.Plural:
-			if watching(req.URL.Query()) {
-				return failure(apierrors.NewMethodNotSupported(groupResource(r), "watch"))
-			}
-			return s.get(r, parts[1], parts[3])
-		}
+	if r, _, _, ok := resourceRequest(path); ok {
+		return failure(apierrors.NewMethodNotSupported(groupResource(r), "watch"))
 	}
 	return http.StatusNotFound, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},

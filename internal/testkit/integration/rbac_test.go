@@ -1,0 +1,136 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1api "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
+)
+
+// yamlBlock matches a fenced YAML block of a Markdown document.
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)\n```")
+
+// readmeRole returns the rules of the README's Role for the item actions.
+func readmeRole(t *testing.T) []kubeapi.Rule {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range yamlBlock.FindAllStringSubmatch(string(src), -1) {
+		for _, doc := range strings.Split(m[1], "\n---\n") {
+			var role rbacv1.Role
+			if err := yaml.Unmarshal([]byte(doc), &role); err != nil || role.Kind != "Role" {
+				continue
+			}
+			var rules []kubeapi.Rule
+			for _, r := range role.Rules {
+				for _, g := range r.APIGroups {
+					rules = append(rules, kubeapi.Rule{Group: g, Resources: r.Resources, Verbs: r.Verbs})
+				}
+			}
+			return rules
+		}
+	}
+	t.Fatal("README.md has no Role")
+	return nil
+}
+
+// The README's Role for the item actions is exactly what they need: against an API server that
+// refuses everything it does not grant, a backup and a restore of a location whose Secret holds
+// another account's credentials complete in that account, no request of the plugin is refused,
+// and every permission the Role grants is used.
+func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
+	const (
+		accountA  = "111111111111"
+		accountB  = "333333333333"
+		secret    = "cloud-credentials-b"
+		secretKey = "cloud"
+		volumes   = 2
+	)
+	keyA := ec2sim.AccessKey{AccessKeyID: "AKIAENVIRONMENT00002", SecretAccessKey: "environment-secret"}
+	keyB := ec2sim.AccessKey{AccessKeyID: "AKIALOCATIONSECRET02", SecretAccessKey: "location-secret"}
+	cfg := rig.FastConfig(12)
+	cfg.Accounts = []ec2sim.Account{
+		{ID: accountB, AccessKeys: []ec2sim.AccessKey{keyB}},
+		{ID: accountA, AccessKeys: []ec2sim.AccessKey{keyA}},
+	}
+	r := newAPIRig(t, cfg, volumes)
+	rules := readmeRole(t)
+	r.KubeAPI.Restrict(rules...)
+
+	dir := t.TempDir()
+	fileA := filepath.Join(dir, "credentials-a")
+	if err := os.WriteFile(fileA, credentialsFile(keyA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", fileA)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+		_ = os.Unsetenv(k)
+	}
+	if err := r.PutSecret(secret, map[string][]byte{secretKey: credentialsFile(keyB)}); err != nil {
+		t.Fatal(err)
+	}
+	loc := harness.NewLocation("account-b", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})
+	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: secret}, Key: secretKey}
+
+	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
+	defer cancel()
+	res, err := r.Core.Backup(ctx, harness.BackupRequest{
+		Name: "rbac", Labels: map[string]string{"app": "integration"}, Location: loc, PVs: r.PVs, ItemOperationTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	requireCompleted(t, res, len(r.PVs))
+	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "rbac-restore", Backup: res, Location: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Volumes) != len(r.PVs) {
+		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase,
+			len(restore.Volumes), len(r.PVs), restore.ItemErrors, restore.OperationErrors)
+	}
+	if n := r.Sim.Stats().Accounts[accountA].Total("", ""); n != 0 {
+		t.Errorf("%d EC2 calls with the server's own credentials (account A): the item actions fell back to the default chain", n)
+	}
+
+	used := map[kubeapi.Access]bool{}
+	for _, q := range r.KubeAPI.Accesses() {
+		if !strings.HasPrefix(q.UserAgent, "velero-plugin-for-aws-async") {
+			continue
+		}
+		if q.Code == 403 {
+			t.Errorf("the README's Role does not grant %s on %s in group %q, which the item actions asked for", q.Verb, q.Resource, q.Group)
+		}
+		used[q.Access] = true
+	}
+	for _, rule := range rules {
+		for _, res := range rule.Resources {
+			for _, verb := range rule.Verbs {
+				if a := (kubeapi.Access{Group: rule.Group, Resource: res, Verb: verb}); !used[a] {
+					t.Errorf("the README's Role grants %s on %s in group %q, which the item actions never use", verb, res, rule.Group)
+				}
+			}
+		}
+	}
+	if !slices.ContainsFunc(rules, func(r kubeapi.Rule) bool { return slices.Contains(r.Resources, "secrets") }) {
+		t.Error("the README's Role grants nothing on secrets, which a location's spec.credential needs")
+	}
+}
