@@ -16,160 +16,161 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
-// regionalSnapshot names a snapshot and the region that holds it.
-type regionalSnapshot struct{ region, id string }
+// deleteBudget bounds one DeleteSnapshot call: its reads, the wait for a copy asked for just
+// before the deletion began (EC2's listing lag, 30 s), and its deletions, each request riding
+// out throttling within it. Velero deletes a backup's snapshots one after another, so one
+// call must not hold up the others; what is left fails naming it, and deleting the backup
+// again resumes from what EC2 holds.
+const deleteBudget = 2 * time.Minute
 
-func (r regionalSnapshot) String() string { return r.id + " in " + r.region }
+// firstLookAgain is the first wait before EC2 is read again for a copy asked for just before;
+// each following wait doubles.
+const firstLookAgain = time.Second
 
 // DeleteSnapshot deletes a snapshot Velero recorded and every copy of it. The ID may name a
-// source in this location's region, or (for a location in the copy region) a source elsewhere
-// or a copy here: the tags lead from each to the others. A piece already gone counts as deleted.
+// source in this location's region, or (for a location in the copy region, or one restoring
+// from the vault) a source elsewhere or a copy here: the tags lead from each to the others. A
+// piece already gone counts as deleted.
 //
-// The order keeps whatever a later deletion needs to find the rest: copies are looked for first
-// (in every region that may hold one; if a region cannot be asked, nothing is deleted), then the
-// source is deleted, and the copies only once the source is gone. A source whose copy may still
-// be starting is first marked as being deleted, so that no tracker starts a copy afterwards, and a
-// copy asked for just before is waited for. Other snapshots the same CreateSnapshot call made go
-// with the source. Every failure is named in the error.
+// It reads EC2 (readDeletion), decides (decideDeletion), then acts, within deleteBudget. A
+// source whose copy may still start is first marked as being deleted, so that no tracker
+// starts one afterwards, and EC2 is read again: a copy asked for just before is waited for.
+// Then the source is deleted, and the copies only once it is gone, so that a deletion that
+// fails half-way leaves what the next one needs to find the rest; if a region that may hold a
+// copy cannot be asked, nothing is deleted. Locked snapshots and retained vault copies are
+// kept, and snapshots that only look like this backup's are left alone, each logged. Every
+// failure is named in the error.
 func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 	if !awsid.IsSnapshotID(snapshotID) {
 		return fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
 	}
-	here := s.cfg.Region
-	snap, found, err := s.describeSnapshot(ctx, here, snapshotID)
-	if err != nil {
-		return err
-	}
-	// The source's region stays unknown when this region does not hold the snapshot: then it is
-	// the source of a copy here (a location in the copy region), and the copy names it.
-	source := regionalSnapshot{id: snapshotID}
-	copyRegions := map[string]bool{here: true, s.cfg.CopyToRegion: true}
-	var src *types.Snapshot
-	if found {
-		tags := tagMap(snap.Tags)
-		source.region = here
-		if id := tags[TagSourceSnapshotID]; id != "" {
-			source = regionalSnapshot{region: tags[TagSourceRegion], id: id}
-		} else {
-			src = &snap
-		}
-		copyRegions[tags[TagCopyToRegion]] = true
-	}
-	copies, err := s.findCopies(ctx, copyRegions, &source)
-	if err != nil {
-		return err
-	}
-	if source.region == "" {
-		source.region = here
-	}
-	if src == nil && source.region != here {
-		sn, ok, err := s.describeSnapshot(ctx, source.region, source.id)
-		if err != nil {
-			return fmt.Errorf("%w; nothing deleted, so that a later deletion still finds the copies of %s", err, source)
-		}
-		if ok {
-			src = &sn
-			copyRegions[tagMap(sn.Tags)[TagCopyToRegion]] = true
-		}
-	}
-	vaultCopies, err := s.findVaultCopies(ctx, source.id, src)
-	if err != nil {
-		return err
-	}
-	var siblings []regionalSnapshot
-	if src != nil {
-		if copies, vaultCopies, err = s.stopCopies(ctx, source, src, copies, vaultCopies); err != nil {
-			return err
-		}
-		siblings, err = s.siblings(ctx, source, src)
+	deadline := s.clock.Now().Add(deleteBudget)
+	ctx, cancel := context.WithTimeout(ctx, deleteBudget)
+	defer cancel()
+	policy := deletionPolicy{retainVaultCopies: s.cfg.Vault.RetainOnDelete, listingLag: s.listingLag}
+	var markedAt time.Time
+	for wait := firstLookAgain; ; {
+		seen, err := s.readDeletion(ctx, snapshotID)
 		if err != nil {
 			return err
 		}
-	}
-	if err := s.deleteOne(ctx, s.clients, source); err != nil {
-		return fmt.Errorf("%w; its copies are kept, so that a later deletion still finds them", err)
-	}
-	var errs []error
-	for _, t := range append(siblings, copies...) {
-		if err := s.deleteOne(ctx, s.clients, t); err != nil {
-			errs = append(errs, err)
+		seen.markedAt = markedAt
+		now := s.clock.Now()
+		plan := decideDeletion(seen, policy, now)
+		switch {
+		case plan.refusal != "":
+			return errors.New(plan.refusal)
+		case plan.mark != nil:
+			if err := s.markDeleting(ctx, *plan.mark); err != nil {
+				return err
+			}
+			markedAt = s.clock.Now()
+		case !plan.waitUntil.IsZero():
+			if plan.waitUntil.After(deadline) {
+				return fmt.Errorf("waiting for %s, which EC2 may list only at %s, would outlast this deletion's %s; nothing deleted, delete the backup again",
+					plan.waitingFor, plan.waitUntil.UTC().Format(time.RFC3339), deleteBudget)
+			}
+			if err := sleep(ctx, s.clock, min(wait, plan.waitUntil.Sub(now))); err != nil {
+				return fmt.Errorf("waiting for %s: %w; nothing deleted", plan.waitingFor, err)
+			}
+			wait *= 2
+		default:
+			return s.carryOut(ctx, plan, deadline)
 		}
 	}
-	for _, t := range vaultCopies {
-		if err := s.deleteVaultCopy(ctx, t); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
-// findCopies lists the copies of source in regions, learning the source's region from a copy
-// when it is unknown.
-func (s *Snapshotter) findCopies(ctx context.Context, regions map[string]bool, source *regionalSnapshot) ([]regionalSnapshot, error) {
-	var out []regionalSnapshot
+// readDeletion reads what a deletion of the recorded snapshot decides on: the recorded
+// snapshot, its source, every copy in each region that may hold one (through the location's
+// and the vault's credentials), the source's siblings and the copies' locks. Any region that
+// cannot be asked fails the read, so that nothing is deleted on a partial view.
+func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (deletionSeen, error) {
+	here := s.cfg.Region
+	seen := deletionSeen{here: here, recordedID: recordedID, sourceID: recordedID}
+	rec, ok, err := s.describeSnapshot(ctx, here, recordedID)
+	if err != nil {
+		return seen, err
+	}
+	if ok {
+		if id := tagValue(rec.Tags, TagSourceSnapshotID); id != "" {
+			seen.recordedCopy, seen.sourceID, seen.sourceRegion = &rec, id, tagValue(rec.Tags, TagSourceRegion)
+		} else {
+			seen.source, seen.sourceRegion = &rec, here
+		}
+	}
+	listed := map[string]bool{}
+	if err := s.readCopies(ctx, &seen, listed, here, s.cfg.CopyToRegion); err != nil {
+		return seen, err
+	}
+	if seen.sourceRegion == "" {
+		seen.sourceRegion = agreedSourceRegion(seen.copies)
+	}
+	if seen.source == nil && seen.sourceRegion != "" && seen.sourceRegion != here {
+		src, ok, err := s.describeSnapshot(ctx, seen.sourceRegion, seen.sourceID)
+		if err != nil {
+			return seen, fmt.Errorf("%w; nothing deleted, so that a later deletion still finds the copies of %s", err, seen.sourceID)
+		}
+		if ok {
+			seen.source = &src
+		}
+	}
+	if seen.source != nil {
+		if err := s.readCopies(ctx, &seen, listed, tagValue(seen.source.Tags, TagCopyToRegion)); err != nil {
+			return seen, err
+		}
+		if seen.siblings, err = s.siblings(ctx, regionalSnapshot{seen.sourceRegion, seen.sourceID}, seen.source); err != nil {
+			return seen, err
+		}
+	}
+	if err := s.readVaultCopies(ctx, &seen); err != nil {
+		return seen, err
+	}
+	if seen.locks, err = s.readLocks(ctx, seen.copies); err != nil {
+		return seen, fmt.Errorf("%w; nothing deleted, so that no locked copy of %s is asked to go", err, seen.sourceID)
+	}
+	return seen, nil
+}
+
+// readCopies adds the copies of the source that regions hold, through the location's
+// credentials, skipping regions already listed and the source's own.
+func (s *Snapshotter) readCopies(ctx context.Context, seen *deletionSeen, listed map[string]bool, regions ...string) error {
 	var errs []error
-	for _, region := range slices.Sorted(maps.Keys(regions)) {
-		if region == "" || region == source.region {
+	for _, region := range slices.Sorted(slices.Values(regions)) {
+		if region == "" || region == seen.sourceRegion || listed[region] {
 			continue
 		}
-		copies, err := copiesOf(ctx, s.clients, region, source.id)
+		listed[region] = true
+		copies, err := copiesOf(ctx, s.clients, region, seen.sourceID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, c := range copies {
-			out = append(out, regionalSnapshot{region: region, id: aws.ToString(c.SnapshotId)})
-			if source.region == "" {
-				source.region = tagMap(c.Tags)[TagSourceRegion]
-			}
+			seen.copies = append(seen.copies, found(region, locationCredentials, c))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w; nothing deleted, so that a later deletion still finds every copy of %s", err, source.id)
+		return fmt.Errorf("%w; nothing deleted, so that a later deletion still finds every copy of %s", err, seen.sourceID)
 	}
-	return out, nil
+	return nil
 }
 
-// stopCopies makes sure no copy (or vault copy) of a source that has none yet starts after its
-// deletion: it marks the source, then reads its copy-requested marks again; a copy asked for
-// within EC2's listing lag is waited for and added to copies (or vaultCopies).
-func (s *Snapshotter) stopCopies(ctx context.Context, source regionalSnapshot, src *types.Snapshot, copies, vaultCopies []regionalSnapshot) ([]regionalSnapshot, []regionalSnapshot, error) {
-	dest, vaultRegion := tagValue(src.Tags, TagCopyToRegion), tagValue(src.Tags, TagVaultRegion)
-	needCopy := dest != "" && len(copies) == 0
-	needVault := vaultRegion != "" && len(vaultCopies) == 0 && s.vault != nil
-	if !needCopy && !needVault || src.State != types.SnapshotStateCompleted {
-		return copies, vaultCopies, nil
+// agreedSourceRegion is the source region every copy names, or "" when they name none or
+// several.
+func agreedSourceRegion(copies []foundSnapshot) string {
+	regions := map[string]bool{}
+	for _, c := range copies {
+		regions[tagValue(c.snap.Tags, TagSourceRegion)] = true
 	}
-	c, err := s.clients(ctx, source.region)
-	if err != nil {
-		return nil, nil, err
+	if len(regions) != 1 {
+		return ""
 	}
-	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
-		Resources: []string{source.id},
-		Tags:      []types.Tag{{Key: aws.String(TagDeletionRequestedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
-	}); err != nil && !ec2api.IsNotFound(err) {
-		s.log.WithError(err).Warnf("Could not mark snapshot %s as being deleted; looking for a copy started meanwhile", source)
-	}
-	again, ok, err := s.describeSnapshot(ctx, source.region, source.id)
-	if err != nil || !ok {
-		return copies, vaultCopies, err
-	}
-	if needCopy && s.copyJustRequested(tagValue(again.Tags, TagCopyRequestedAt)) {
-		if copies, err = s.awaitCopies(ctx, s.clients, dest, source.id); err != nil {
-			return nil, nil, err
-		}
-	}
-	if needVault && s.copyJustRequested(tagValue(again.Tags, TagVaultRequestedAt)) {
-		if vaultCopies, err = s.awaitCopies(ctx, s.vault, vaultRegion, source.id); err != nil {
-			return nil, nil, err
-		}
-	}
-	return copies, vaultCopies, nil
+	return slices.Collect(maps.Keys(regions))[0]
 }
 
 // siblings lists the other snapshots made by the CreateSnapshot call that made src, when that
 // call marked src as the recorded one (it may have made more than one).
-func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]regionalSnapshot, error) {
+func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]foundSnapshot, error) {
 	tags := tagMap(src.Tags)
 	token := tags[TagCreateToken]
 	if tags[TagRecorded] == "" || token == "" {
@@ -183,56 +184,75 @@ func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src
 	if err != nil {
 		return nil, fmt.Errorf("looking for other snapshots made with %s: %w", source, err)
 	}
-	var out []regionalSnapshot
+	var out []foundSnapshot
 	for _, sn := range snaps {
-		if id := aws.ToString(sn.SnapshotId); id != source.id {
-			out = append(out, regionalSnapshot{region: source.region, id: id})
+		if aws.ToString(sn.SnapshotId) != source.id {
+			out = append(out, found(source.region, locationCredentials, sn))
 		}
 	}
 	return out, nil
 }
 
-// copyJustRequested reports whether a source's copy-requested-at mark is recent enough that
-// EC2 may not list the copy yet.
-func (s *Snapshotter) copyJustRequested(requestedAt string) bool {
-	at, err := time.Parse(time.RFC3339, requestedAt)
-	return err == nil && s.clock.Since(at) < s.listingLag
+// markDeleting marks the source as being deleted, so that no tracker starts a copy of it
+// afterwards (a tracker reads its sources again after marking them for copies). A source EC2
+// no longer knows needs no mark; one EC2 refuses to tag is deleted all the same, after the
+// wait for a copy asked for just before; a mark whose outcome is unknown fails the deletion
+// before anything is deleted.
+func (s *Snapshotter) markDeleting(ctx context.Context, source regionalSnapshot) error {
+	c, err := s.clients(ctx, source.region)
+	if err != nil {
+		return err
+	}
+	_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{source.id},
+		Tags:      []types.Tag{{Key: aws.String(TagDeletionRequestedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
+	})
+	switch {
+	case err == nil || ec2api.IsNotFound(err):
+		return nil
+	case ec2api.IsTransient(err):
+		return fmt.Errorf("marking snapshot %s as being deleted: %w; nothing deleted", source, err)
+	}
+	s.log.WithError(err).Warnf("Could not mark snapshot %s as being deleted; a copy started after this deletion read its marks may be left", source)
+	return nil
 }
 
-// awaitCopies looks for the copies of a source in region, through clients, for as long as EC2
-// may lag in listing them: a copy requested moments ago may not be listed yet, and deleting only
-// the source would leak it.
-func (s *Snapshotter) awaitCopies(ctx context.Context, clients ec2api.Regional, region, sourceID string) ([]regionalSnapshot, error) {
-	end := s.clock.Now().Add(s.listingLag)
-	for wait := time.Second; ; wait *= 2 {
-		left := end.Sub(s.clock.Now())
-		if left <= 0 {
-			return nil, nil
-		}
-		if err := sleep(ctx, s.clock, min(wait, left)); err != nil {
-			return nil, err
-		}
-		copies, err := copiesOf(ctx, clients, region, sourceID)
-		if err != nil || len(copies) > 0 {
-			return inRegion(region, copies), err
+// carryOut deletes what plan deletes, source first, keeps and leaves the rest, within the
+// budget that ends at deadline.
+func (s *Snapshotter) carryOut(ctx context.Context, plan deletionPlan, deadline time.Time) error {
+	for _, t := range plan.leave {
+		s.log.Infof("Left snapshot %s alone: %s", t, t.why)
+	}
+	if src := plan.source; src != nil {
+		if err := s.deleteWithin(ctx, *src, deadline); err != nil {
+			return fmt.Errorf("%w; its copies are kept, so that a later deletion still finds them", err)
 		}
 	}
-}
-
-// inRegion names snaps as snapshots of region.
-func inRegion(region string, snaps []types.Snapshot) []regionalSnapshot {
-	out := make([]regionalSnapshot, len(snaps))
-	for i, sn := range snaps {
-		out[i] = regionalSnapshot{region: region, id: aws.ToString(sn.SnapshotId)}
+	for _, t := range plan.keep {
+		s.keep(ctx, t, t.why)
 	}
-	return out
+	var errs []error
+	for _, t := range plan.rest {
+		if err := s.deleteWithin(ctx, t, deadline); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// deleteOne deletes a snapshot through clients. One whose lock has not expired is kept (see
-// keep), not reported as a failed deletion that Velero would report at every try until the lock
-// ends.
-func (s *Snapshotter) deleteOne(ctx context.Context, clients ec2api.Regional, t regionalSnapshot) error {
-	c, err := clients(ctx, t.region)
+// deleteWithin deletes t unless the deletion's budget, which ends at deadline, is spent.
+func (s *Snapshotter) deleteWithin(ctx context.Context, t deletionTarget, deadline time.Time) error {
+	if !s.clock.Now().Before(deadline) {
+		return fmt.Errorf("snapshot %s not deleted: this deletion's %s are spent; delete the backup again", t, deleteBudget)
+	}
+	return s.deleteOne(ctx, t)
+}
+
+// deleteOne deletes a snapshot with the credentials it was found with. One EC2 refuses to
+// delete because its lock has not expired is kept (see keep), not reported as a failed
+// deletion that Velero would report at every try until the lock ends.
+func (s *Snapshotter) deleteOne(ctx context.Context, t deletionTarget) error {
+	c, err := s.clientsOf(t.via)(ctx, t.region)
 	if err != nil {
 		return err
 	}
@@ -245,10 +265,18 @@ func (s *Snapshotter) deleteOne(ctx context.Context, clients ec2api.Regional, t 
 		return fmt.Errorf("deleting snapshot %s: %w", t, err)
 	}
 	if lock, lerr := lockOf(ctx, c, t.id); lerr == nil && locked(lock.LockState) {
-		s.keep(ctx, c, t, fmt.Sprintf("its %s lock lasts until %s", lock.LockState, aws.ToTime(lock.LockExpiresOn).UTC().Format(time.RFC3339)))
+		s.keep(ctx, t, fmt.Sprintf("its %s lock lasts until %s", lock.LockState, aws.ToTime(lock.LockExpiresOn).UTC().Format(time.RFC3339)))
 		return nil
 	}
 	return fmt.Errorf("deleting snapshot %s: %w", t, err)
+}
+
+// clientsOf are the clients of the credentials via names.
+func (s *Snapshotter) clientsOf(via credentialsOf) ec2api.Regional {
+	if via == vaultCredentials {
+		return s.vault
+	}
+	return s.clients
 }
 
 // describeSnapshot returns one snapshot by ID; found is false when EC2 does not know it.

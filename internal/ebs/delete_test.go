@@ -3,10 +3,13 @@ package ebs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
@@ -62,6 +65,12 @@ func TestDeleteSnapshot(t *testing.T) {
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b", "snap-0000000c"}},
 		{name: "copy-region location given the source ID", cfg: west, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b"}},
+		{name: "a snapshot of another backup tagged as a copy of the source is left alone", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src},
+			west:     []types.Snapshot{cp, retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagBackup, "another-tools-backup")},
+			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b"}},
+		{name: "without the source, snapshots tagged as its copies that disagree on their backup: nothing deleted", cfg: east, id: "snap-0000000a",
+			west:    []types.Snapshot{cp, retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagBackup, "another-tools-backup")},
+			wantErr: []string{"snap-0000000b in us-west-2", "snap-0000000d in us-west-2", "nothing deleted"}},
 		{name: "a region that cannot be asked for copies: nothing deleted", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			setup:   func(f *fixture) { f.dst().failNext(httpErr(503, "Unavailable")) },
 			wantErr: []string{"us-west-2", "nothing deleted"}},
@@ -95,14 +104,32 @@ func TestDeleteSnapshot(t *testing.T) {
 	}
 }
 
-// A deletion racing a tracker that is starting the source's copy: the source is marked as being
-// deleted before its copy mark is read again, and a copy asked for just before is waited for and
-// deleted, even though EC2 lists it only seconds later.
+// A deletion racing a tracker that is starting the source's copy (or vault copy): the source is
+// marked as being deleted, even while pending (a backup deleted while it waits for its
+// operations, after a server restart), before its copy marks are read again, and a copy asked
+// for just before is waited for and deleted, even though EC2 lists it only seconds later.
 func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
-	for _, requested := range []bool{false, true} {
-		t.Run(fmt.Sprintf("copy requested %v", requested), func(t *testing.T) {
+	tests := []struct {
+		name      string
+		state     types.SnapshotState
+		vault     bool
+		requested bool // the tracker marks a copy as requested between the deletion's two reads
+	}{
+		{name: "no copy asked for: the source alone is deleted", state: types.SnapshotStateCompleted},
+		{name: "a copy asked for just before, listed late: waited for and deleted", state: types.SnapshotStateCompleted, requested: true},
+		{name: "a vault copy asked for just before, listed late: waited for and deleted", state: types.SnapshotStateCompleted, vault: true, requested: true},
+		{name: "a pending source is marked, so that no copy starts once it completes", state: types.SnapshotStatePending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+			intent, requestedTag := toDest(), TagCopyRequestedAt
+			cfg := Config{Region: srcRegion, CopyToRegion: dstRegion}
+			if tt.vault {
+				intent, requestedTag = withTags(TagVaultRegion, dstRegion, TagVaultAccount, vaultAccount), TagVaultRequestedAt
+				cfg = Config{Region: srcRegion, Vault: VaultConfig{AccountID: vaultAccount, Profile: "vault", Region: dstRegion}}
+			}
+			src := snapshot("snap-0000000a", volA, tt.state, intent)
 			f.src().add(src)
 			for _, r := range f.regions {
 				r.serveDescribe()
@@ -110,16 +137,20 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 				r.serveTags()
 			}
 			f.src().beforeDescribe = func(n int) {
-				if n == 1 && requested { // the tracker marks the source between the deletion's two reads
-					setTag(&f.src().snaps[0], TagCopyRequestedAt, f.clk.Now().UTC().Format("2006-01-02T15:04:05Z07:00"))
+				if n == 1 && tt.requested {
+					setTag(&f.src().snaps[0], requestedTag, f.clk.Now().UTC().Format(time.RFC3339))
 				}
 			}
 			f.dst().beforeDescribe = func(n int) {
-				if n == 2 && requested { // EC2 lists the copy late
-					f.dst().snaps = append(f.dst().snaps, copyOfSnap("snap-0000000b", src, types.SnapshotStatePending))
+				if n == 2 && tt.requested { // EC2 lists the copy late
+					cp := copyOfSnap("snap-0000000b", src, types.SnapshotStatePending)
+					if tt.vault {
+						cp = retagged(cp, TagSourceAccount, ownAccount)
+					}
+					f.dst().snaps = append(f.dst().snaps, cp)
 				}
 			}
-			s := f.snapshotter(Config{Region: srcRegion, CopyToRegion: dstRegion})
+			s := f.snapshotter(cfg, WithVaultClients(f.clients()))
 			err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
 			if !ok {
 				t.Fatal("DeleteSnapshot did not return")
@@ -129,13 +160,35 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 				t.Errorf("CreateTags %v, want the deletion mark on the source", f.src().tagged)
 			}
 			want := []string(nil)
-			if requested {
+			if tt.requested {
 				want = []string{"snap-0000000b"}
 			}
 			if fmt.Sprint(f.dst().deleted) != fmt.Sprint(want) || fmt.Sprint(f.src().deleted) != "[snap-0000000a]" {
 				t.Errorf("deleted %v in %s and %v in %s, want %v and the source", f.dst().deleted, dstRegion, f.src().deleted, srcRegion, want)
 			}
 		})
+	}
+}
+
+// A copy asked for just before the deletion, that EC2 may list only after the deletion's time
+// budget: the deletion fails saying so, and deletes nothing, so that deleting the backup again
+// finds the copy.
+func TestDeleteSnapshotWithinItsTimeBudget(t *testing.T) {
+	f := newFixture(t)
+	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagCopyRequestedAt, t0.Format(time.RFC3339))))
+	for _, r := range f.regions {
+		r.serveDescribe()
+		r.serveDelete()
+		r.serveTags()
+	}
+	s := f.snapshotter(Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(deleteBudget+time.Minute))
+	err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
+	if !ok {
+		t.Fatal("DeleteSnapshot did not return")
+	}
+	wantErr(t, err, "copy of snap-0000000a to us-west-2 requested at", "nothing deleted", deleteBudget.String())
+	if len(f.src().deleted)+len(f.dst().deleted) > 0 {
+		t.Errorf("deleted %v and %v, want nothing", f.src().deleted, f.dst().deleted)
 	}
 }
 
@@ -146,4 +199,187 @@ func TestDeleteSnapshotMalformedID(t *testing.T) {
 			wantErr(t, f.snapshotter(Config{Region: srcRegion}).DeleteSnapshot(context.Background(), id), fmt.Sprintf("%q", id), "not an EBS snapshot ID")
 		})
 	}
+}
+
+// Accounts of the decision's tests: the source account and a vault account.
+const (
+	ownAccount   = "111111111111"
+	vaultAccount = "222222222222"
+)
+
+func owned(account string) snapOpt {
+	return func(s *types.Snapshot) { s.OwnerId = aws.String(account) }
+}
+
+// retagged is a copy of s with tags set (or, with an empty value, removed) as key, value pairs.
+func retagged(s types.Snapshot, kv ...string) types.Snapshot {
+	s.Tags = slices.Clone(s.Tags)
+	for i := 0; i+1 < len(kv); i += 2 {
+		setTag(&s, kv[i], kv[i+1])
+	}
+	return s
+}
+
+// vaultCopyOf is src's vault copy in dstRegion as the copy path tags it, owned by the vault.
+func vaultCopyOf(id string, src types.Snapshot, kv ...string) types.Snapshot {
+	return retagged(copyOfSnap(id, src, types.SnapshotStateCompleted, owned(vaultAccount)), append([]string{TagSourceAccount, ownAccount}, kv...)...)
+}
+
+// The decision alone: what a deletion deletes, keeps, leaves alone, marks and waits for, from
+// what it read, the location's policy and the time.
+func TestDecideDeletion(t *testing.T) {
+	at := func(d time.Duration) string { return t0.Add(d).UTC().Format(time.RFC3339) }
+	lag := 30 * time.Second
+	src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(), owned(ownAccount))
+	retainSrc := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, owned(ownAccount),
+		withTags(TagVaultRegion, dstRegion, TagVaultAccount, vaultAccount, TagVaultRetainOnDelete, "true"))
+	retainBoth := retagged(retainSrc, TagCopyToRegion, dstRegion)
+	vaultSrc := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, owned(ownAccount),
+		withTags(TagVaultRegion, dstRegion, TagVaultAccount, vaultAccount))
+	pending := snapshot("snap-0000000a", volA, types.SnapshotStatePending, toDest(), owned(ownAccount))
+	marked := func(s types.Snapshot, kv ...string) *types.Snapshot {
+		s = retagged(s, append([]string{TagDeletionRequestedAt, at(0)}, kv...)...)
+		return &s
+	}
+	cp := copyOfSnap("snap-0000000b", src, types.SnapshotStateCompleted, owned(ownAccount))
+	otherBackup := retagged(copyOfSnap("snap-0000000c", src, types.SnapshotStateCompleted), TagBackup, "another-backup")
+	otherRegion := retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagSourceRegion, "eu-west-1")
+	otherUID := retagged(copyOfSnap("snap-0000000e", src, types.SnapshotStateCompleted), TagBackupUID, "uid-of-another-install")
+	inDst := func(via credentialsOf, snaps ...types.Snapshot) []foundSnapshot {
+		var out []foundSnapshot
+		for _, s := range snaps {
+			out = append(out, found(dstRegion, via, s))
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		seen   deletionSeen
+		policy deletionPolicy
+		now    time.Duration // after t0
+		// want: "refuse", "mark ID", "wait until T", or the plan as "delete ID; then ID,ID; keep ID (why); leave ID".
+		want string
+	}{
+		{name: "the source goes first, then its copy",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a source already gone is deleted all the same (EC2 answers not found), with its copies",
+			seen: deletionSeen{copies: inDst(locationCredentials, cp)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a copy of another backup naming the same source is left alone",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp, otherBackup)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-0000000c in us-west-2"},
+		{name: "a copy naming another source region is left alone",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp, otherRegion)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-0000000d in us-west-2"},
+		{name: "a copy tagged with another install's backup UID is left alone",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp, otherUID)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-0000000e in us-west-2"},
+		{name: "without the source, copies that disagree on their backup: nothing deleted",
+			seen: deletionSeen{copies: inDst(locationCredentials, cp, otherBackup)},
+			want: "refuse"},
+		{name: "the recorded copy tells which copies are the backup's when the source is gone",
+			seen: deletionSeen{recordedCopy: &cp, copies: inDst(locationCredentials, cp, otherBackup)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-0000000c in us-west-2"},
+		{name: "a locked vault copy is kept",
+			seen: deletionSeen{source: &vaultSrc, copies: inDst(vaultCredentials, vaultCopyOf("snap-0000000f", vaultSrc, TagVaultLock, "compliance:1")),
+				locks: map[regionalSnapshot]types.LockState{{dstRegion, "snap-0000000f"}: types.LockStateCompliance}},
+			want: "delete snap-0000000a in us-east-1; keep snap-0000000f in us-west-2 (its compliance lock has not expired)"},
+		{name: "an unlocked vault copy goes with its backup",
+			seen: deletionSeen{source: &vaultSrc, copies: inDst(vaultCredentials, vaultCopyOf("snap-0000000f", vaultSrc))},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000f in us-west-2"},
+		{name: "a vault copy is kept when the location says vaultRetainOnDelete",
+			seen:   deletionSeen{source: &vaultSrc, copies: inDst(vaultCredentials, vaultCopyOf("snap-0000000f", vaultSrc))},
+			policy: deletionPolicy{retainVaultCopies: true},
+			want:   "delete snap-0000000a in us-east-1; keep snap-0000000f in us-west-2 (vaultRetainOnDelete is true)"},
+		{name: "a vault copy is kept when its source says retain, whatever the location's config",
+			seen: deletionSeen{source: &retainSrc, copies: inDst(vaultCredentials, retagged(vaultCopyOf("snap-0000000f", retainSrc), TagVaultRetainOnDelete, ""))},
+			want: "delete snap-0000000a in us-east-1; keep snap-0000000f in us-west-2 (its source is tagged velero-async.io/vault-retain-on-delete)"},
+		{name: "a recovery cluster restoring from the vault keeps a vault copy that says retain, and leaves the source to its account",
+			seen: deletionSeen{here: dstRegion, sourceRegion: srcRegion,
+				copies: inDst(locationCredentials, vaultCopyOf("snap-0000000f", vaultSrc, TagVaultRetainOnDelete, "true"))},
+			want: "keep snap-0000000f in us-west-2 (it is tagged velero-async.io/vault-retain-on-delete); leave snap-0000000a in us-east-1"},
+		{name: "a recovery cluster restoring from the vault deletes a vault copy not retained, and leaves the source to its account",
+			seen: deletionSeen{here: dstRegion, sourceRegion: srcRegion, copies: inDst(locationCredentials, vaultCopyOf("snap-0000000f", vaultSrc))},
+			want: "then snap-0000000f in us-west-2; leave snap-0000000a in us-east-1"},
+		{name: "a regional copy is not retained by the vault's retain",
+			seen: deletionSeen{source: &retainBoth, copies: append(inDst(locationCredentials, copyOfSnap("snap-0000000b", retainBoth, types.SnapshotStateCompleted)),
+				inDst(vaultCredentials, vaultCopyOf("snap-0000000f", retainBoth))...)},
+			policy: deletionPolicy{retainVaultCopies: true},
+			want:   "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; keep snap-0000000f in us-west-2 (it is tagged velero-async.io/vault-retain-on-delete)"},
+		{name: "a pending source whose copy has not started is marked first",
+			seen: deletionSeen{source: &pending},
+			want: "mark snap-0000000a in us-east-1"},
+		{name: "a source marked by this deletion, no copy asked for: deleted at once",
+			seen: deletionSeen{source: marked(src), markedAt: t0},
+			want: "delete snap-0000000a in us-east-1"},
+		{name: "a copy asked for just before the mark is waited for",
+			seen: deletionSeen{source: marked(src, TagCopyRequestedAt, at(-2*time.Second)), markedAt: t0}, now: time.Second,
+			want: "wait until " + at(lag)},
+		{name: "a vault copy asked for just before the mark is waited for",
+			seen: deletionSeen{source: marked(vaultSrc, TagVaultRequestedAt, at(-2*time.Second)), markedAt: t0}, now: time.Second,
+			want: "wait until " + at(lag)},
+		{name: "once the listing lag has passed, a copy never listed is not waited for",
+			seen: deletionSeen{source: marked(src, TagCopyRequestedAt, at(-2*time.Second)), markedAt: t0}, now: lag,
+			want: "delete snap-0000000a in us-east-1"},
+		{name: "a copy asked for long before the mark is not waited for",
+			seen: deletionSeen{source: marked(src, TagCopyRequestedAt, at(-time.Hour)), markedAt: t0}, now: time.Second,
+			want: "delete snap-0000000a in us-east-1"},
+		{name: "a source marked by an earlier deletion is not marked again",
+			seen: deletionSeen{source: marked(pending)}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1"},
+		{name: "a source with its copy listed needs no mark",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := tt.seen
+			seen.sourceID, seen.recordedID = "snap-0000000a", "snap-0000000a"
+			if seen.here == "" {
+				seen.here = srcRegion
+			}
+			if seen.sourceRegion == "" {
+				seen.sourceRegion = srcRegion
+			}
+			tt.policy.listingLag = lag
+			plan := decideDeletion(seen, tt.policy, t0.Add(tt.now))
+			if got := planText(plan); got != tt.want {
+				t.Errorf("plan %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// planText writes a plan as TestDecideDeletion's rows want it.
+func planText(p deletionPlan) string {
+	switch {
+	case p.refusal != "":
+		return "refuse"
+	case p.mark != nil:
+		return "mark " + p.mark.String()
+	case !p.waitUntil.IsZero():
+		return "wait until " + p.waitUntil.UTC().Format(time.RFC3339)
+	}
+	var parts []string
+	if p.source != nil {
+		parts = append(parts, "delete "+p.source.String())
+	}
+	var rest, leave []string
+	for _, t := range p.rest {
+		rest = append(rest, t.String())
+	}
+	if len(rest) > 0 {
+		parts = append(parts, "then "+strings.Join(rest, ","))
+	}
+	for _, t := range p.keep {
+		parts = append(parts, fmt.Sprintf("keep %s (%s)", t, t.why))
+	}
+	for _, t := range p.leave {
+		leave = append(leave, t.String())
+	}
+	if len(leave) > 0 {
+		parts = append(parts, "leave "+strings.Join(leave, ","))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -89,6 +89,7 @@ func TestE2E(t *testing.T) {
 	// holds a wrong secret key, backed up while account B's backup waits for its operations.
 	bad := &badRun{name: badBackup}
 	r.sub("account-b-workload", func() { r.createWorkload(sim, r.acctB(), appNSB, volumesB) })
+	r.sub("concurrent-backups", func() { r.concurrentBackupsRun(sim) })
 	r.sub("account-b-backup", func() { r.accountBBackup(sim, bad) })
 	r.sub("bad-credentials", func() { r.badCredentialsBackup(sim, bad) })
 	r.sub("account-b-restore", func() { r.accountBRestore(sim, accountBBackup) })

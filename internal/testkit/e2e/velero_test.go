@@ -153,6 +153,19 @@ func veleroKeepsFailedDeletions() bool {
 	return version.MustParseGeneric(veleroVersion()).AtLeast(version.MajorMinor(1, 18))
 }
 
+// The Velero server's concurrency in the rig: ItemBlock workers per backup, and backups run at
+// once where the Velero version has --concurrent-backups.
+const (
+	itemBlockWorkers  = 4
+	concurrentBackups = 2
+)
+
+// veleroRunsConcurrentBackups reports whether the run's Velero has --concurrent-backups (v1.18
+// on); v1.17 runs one backup at a time.
+func veleroRunsConcurrentBackups() bool {
+	return version.MustParseGeneric(veleroVersion()).AtLeast(version.MajorMinor(1, 18))
+}
+
 // createServerStandIn creates the Deployment some restore actions read for the image of helper
 // containers: the server runs outside the cluster, so a stand-in with no replicas plays it.
 func (r *rig) createServerStandIn() {
@@ -186,6 +199,13 @@ func (r *rig) startVeleroServer() {
 			"--metrics-address", "127.0.0.1:" + strconv.Itoa(freePort(r.t)),
 			"--profiler-address", "127.0.0.1:" + strconv.Itoa(freePort(r.t)),
 			"--log-level", "debug",
+			// Several ItemBlock workers (v1.16 on) run Execute and CreateSnapshot of different
+			// PVs at once in one plugin process.
+			"--item-block-worker-count", strconv.Itoa(itemBlockWorkers),
+		}
+		if veleroRunsConcurrentBackups() {
+			// Each backup its own plugin manager, so its own plugin processes (v1.18 on).
+			r.serverArgs = append(r.serverArgs, "--concurrent-backups", strconv.Itoa(concurrentBackups))
 		}
 		// No default AWS credentials at all: every AWS_* variable of the test's environment is
 		// dropped (inheritedEnv), the shared files point nowhere and instance metadata is off. The
