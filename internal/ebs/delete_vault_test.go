@@ -4,10 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
@@ -41,13 +37,6 @@ func TestDeletingABackupFromTheVaultLocation(t *testing.T) {
 			srcID, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
 			if err != nil {
 				t.Fatalf("CreateSnapshot: %v", err)
-			}
-			if tt.retain { // the retain intent, as a location with vaultRetainOnDelete tags its snapshots
-				c, _ := w.Source(ctx, sourceRegion)
-				if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{srcID},
-					Tags: []types.Tag{{Key: aws.String(ebs.TagVaultRetainOnDelete), Value: aws.String("true")}}}); err != nil {
-					t.Fatal(err)
-				}
 			}
 			if _, p, completed := w.Follow(opID, false); !completed || p.Err != "" {
 				t.Fatalf("backup did not complete: %+v", p)

@@ -326,6 +326,9 @@ func (s *Snapshotter) intentTags(vol types.Volume) map[string]string {
 		if v.Lock.Mode != "" {
 			t[TagVaultLock] = v.Lock.String()
 		}
+		if v.RetainOnDelete {
+			t[TagVaultRetainOnDelete] = "true"
+		}
 	}
 	return t
 }
