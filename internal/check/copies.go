@@ -125,16 +125,16 @@ func (lc *locationCheck) itemOperationTimeout() {
 		}
 	}
 	expected := time.Duration(batches(len(lc.sources))) * longest.each
-	why := fmt.Sprintf("%s, at most %d copies at a time into %s, %s each (%s)", plural(len(lc.sources), "volume"), copyLimit, longest.where, longest.each, longest.source)
+	why := fmt.Sprintf("%s, at most %d copies at a time into %s, %s each (%s)", plural(len(lc.sources), "volume"), copyLimit, longest.where, human(longest.each), longest.source)
 	found := false
 	for _, t := range lc.timeouts() {
 		if t.d < expected {
 			found = true
-			lc.add(fail(check, fmt.Sprintf("%s %s is shorter than the copies' expected %s: %s", t.who, t.d, expected, why), t.fix(suggestedTimeout(expected))))
+			lc.add(fail(check, fmt.Sprintf("%s %s is shorter than the copies' expected %s: %s", t.who, human(t.d), human(expected), why), t.fix(suggestedTimeout(expected))))
 		}
 	}
 	if !found {
-		lc.add(pass(check, fmt.Sprintf("%s covers the copies' expected %s: %s", lc.timeoutsSummary(), expected, why)))
+		lc.add(pass(check, fmt.Sprintf("%s covers the copies' expected %s: %s", lc.timeoutsSummary(), human(expected), why)))
 	}
 }
 
@@ -157,9 +157,9 @@ type timeout struct {
 
 func (t timeout) fix(d time.Duration) string {
 	if t.flag {
-		return fmt.Sprintf("--%s=%s in the Velero server's arguments (or --item-operation-timeout on the backups)", flagItemOperationTimeout, d)
+		return fmt.Sprintf("--%s=%s in the Velero server's arguments (or --item-operation-timeout on the backups)", flagItemOperationTimeout, human(d))
 	}
-	return fmt.Sprintf("set spec.template.itemOperationTimeout: %s in %s", d, t.who)
+	return fmt.Sprintf("set spec.template.itemOperationTimeout: %s in %s", human(d), t.who)
 }
 
 // timeouts are the server's default and the Schedules' own timeouts for this location.
@@ -181,7 +181,7 @@ func (lc *locationCheck) timeouts() []timeout {
 func (lc *locationCheck) timeoutsSummary() string {
 	ts := lc.timeouts()
 	if len(ts) == 1 {
-		return ts[0].who + " " + ts[0].d.String()
+		return ts[0].who + " " + human(ts[0].d)
 	}
-	return fmt.Sprintf("%s %s and %d Schedules' own", ts[0].who, ts[0].d, len(ts)-1)
+	return fmt.Sprintf("%s %s and %d Schedules' own", ts[0].who, human(ts[0].d), len(ts)-1)
 }

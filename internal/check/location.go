@@ -101,7 +101,7 @@ func (lc *locationCheck) configSummary() string {
 	if v := lc.cfg.Vault; v.Enabled() {
 		s := "vault copies in account " + v.AccountID + " in " + v.Region
 		if v.Lock.Mode != "" {
-			s += ", locked (" + v.Lock.String() + ")"
+			s += fmt.Sprintf(", locked (%s, %s)", v.Lock.Mode, plural(int(v.Lock.Days), "day"))
 		}
 		parts = append(parts, s)
 	}

@@ -131,6 +131,9 @@ func (p *place) reachable(err error, detail string) Finding {
 	switch {
 	case err == nil:
 		return pass(check, "EC2 answers "+p.role+detail)
+	case ec2api.IsCredentialsFailure(err):
+		p.skip = "no credentials of " + p.role
+		return fail(check, "no credentials of "+p.role+" to ask EC2 with: "+err.Error(), "give "+p.role+" credentials (README, Credentials)")
 	case code == codeAuthFailure:
 		p.skip = "EC2 in " + p.region + " refused the credentials"
 		return fail(check, "EC2 refused the credentials of "+p.role+": "+describe(err),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Status is a finding's verdict.
@@ -125,4 +126,16 @@ func fail(check, detail, fix string) Finding {
 
 func notChecked(check, why string) Finding {
 	return Finding{Check: check, Status: NotChecked, Detail: why}
+}
+
+// human writes a duration as Velero's flags take it, without zero minutes and seconds: 4h, 1h30m, 90s.
+func human(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -40,22 +40,22 @@ func (lc *locationCheck) lockAgainstTTL() {
 		if !s.known() {
 			who += " (Velero's default; " + s.problem + ")"
 		}
-		lc.add(fail(check, fmt.Sprintf("%s %s is %s", who, s.defaultTTL, kept),
-			fmt.Sprintf("--%s=%s in the Velero server's arguments, or a shorter %s", flagDefaultBackupTTL, lock, ebs.ConfigVaultLockDurationDays)))
+		lc.add(fail(check, fmt.Sprintf("%s %s is %s", who, human(s.defaultTTL), kept),
+			fmt.Sprintf("--%s=%s in the Velero server's arguments, or a shorter %s", flagDefaultBackupTTL, human(lock), ebs.ConfigVaultLockDurationDays)))
 	}
 	for _, sch := range lc.schedules() {
 		if ttl := sch.Spec.Template.TTL.Duration; ttl > 0 && ttl < lock {
 			found = true
-			lc.add(fail(check, fmt.Sprintf("Schedule %s/%s's TTL %s is %s", lc.Namespace, sch.Name, ttl, kept),
-				fmt.Sprintf("velero schedule create %s --ttl %s (or spec.template.ttl), or a shorter %s", sch.Name, lock, ebs.ConfigVaultLockDurationDays)))
+			lc.add(fail(check, fmt.Sprintf("Schedule %s/%s's TTL %s is %s", lc.Namespace, sch.Name, human(ttl), kept),
+				fmt.Sprintf("velero schedule create %s --ttl %s (or spec.template.ttl), or a shorter %s", sch.Name, human(lock), ebs.ConfigVaultLockDurationDays)))
 		}
 	}
 	switch {
 	case found:
 	case lc.cluster.scheduleProblem != "":
-		lc.add(notChecked(check, fmt.Sprintf("--%s %s is not shorter than the %d-day lock; %s", flagDefaultBackupTTL, s.defaultTTL, lc.cfg.Vault.Lock.Days, lc.cluster.scheduleProblem)))
+		lc.add(notChecked(check, fmt.Sprintf("--%s %s is not shorter than the %d-day lock; %s", flagDefaultBackupTTL, human(s.defaultTTL), lc.cfg.Vault.Lock.Days, lc.cluster.scheduleProblem)))
 	default:
-		lc.add(pass(check, fmt.Sprintf("--%s %s and the TTLs of %s are not shorter than the %d-day lock",
-			flagDefaultBackupTTL, s.defaultTTL, plural(len(lc.schedules()), "Schedule"), lc.cfg.Vault.Lock.Days)))
+		lc.add(pass(check, fmt.Sprintf("--%s %s and the TTL of every Schedule using the location (%d) are not shorter than the %d-day lock",
+			flagDefaultBackupTTL, human(s.defaultTTL), len(lc.schedules()), lc.cfg.Vault.Lock.Days)))
 	}
 }

@@ -120,7 +120,7 @@ func (s *settings) duration(flags map[string]string, name string, def time.Durat
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		s.bad = append(s.bad, fail("--"+name, fmt.Sprintf("%q is not a positive duration", v), fmt.Sprintf("--%s=%s", name, def)))
+		s.bad = append(s.bad, fail("--"+name, fmt.Sprintf("%q is not a positive duration", v), fmt.Sprintf("--%s=%s", name, human(def))))
 		return def
 	}
 	return d
@@ -136,10 +136,10 @@ func (s settings) section() Section {
 	sec.Findings = append(sec.Findings, s.bad...)
 	sync := "--" + flagSyncPeriod
 	if s.syncPeriod < minSyncPeriod {
-		sec.Findings = append(sec.Findings, fail(sync, s.syncPeriod.String()+
-			": every pass starts a plugin process and makes EC2 calls for each waiting backup", fmt.Sprintf("%s=%s (Velero's default)", sync, defaultSyncPeriod)))
+		sec.Findings = append(sec.Findings, fail(sync, human(s.syncPeriod)+
+			": every pass starts a plugin process and makes EC2 calls for each waiting backup", fmt.Sprintf("%s=%s (Velero's default)", sync, human(defaultSyncPeriod))))
 	} else {
-		sec.Findings = append(sec.Findings, pass(sync, s.syncPeriod.String()+": a freed copy slot waits at most this long"))
+		sec.Findings = append(sec.Findings, pass(sync, human(s.syncPeriod)+": a freed copy slot waits at most this long"))
 	}
 	workers := "--" + flagItemBlockWorkers
 	detail := strconv.Itoa(s.itemBlockWorkers)
@@ -148,7 +148,7 @@ func (s settings) section() Section {
 	}
 	sec.Findings = append(sec.Findings, pass(workers, detail))
 	sec.Findings = append(sec.Findings,
-		pass("--"+flagItemOperationTimeout, s.itemOperationTimeout.String()+" (judged against each location's copies above)"),
-		pass("--"+flagDefaultBackupTTL, s.defaultTTL.String()))
+		pass("--"+flagItemOperationTimeout, human(s.itemOperationTimeout)+" (judged against each location's copies above)"),
+		pass("--"+flagDefaultBackupTTL, human(s.defaultTTL)))
 	return sec
 }
