@@ -72,7 +72,7 @@ func (lc *locationCheck) run(ctx context.Context) {
 	if !lc.resolve(ctx) {
 		return
 	}
-	source, ok := lc.place(ctx, "the location's account", cfg.Region, lc.loc.Credentials, statementSource)
+	source, ok := lc.place(ctx, "the location's account", lc.sourceCredentialsName(), cfg.Region, lc.loc.Credentials, statementSource)
 	if !ok {
 		return
 	}
@@ -161,13 +161,13 @@ func (lc *locationCheck) credentialsSummary() string {
 }
 
 // place returns the guarded client of creds in region, or records why there is none.
-func (lc *locationCheck) place(ctx context.Context, role, region string, creds ec2api.Credentials, statement string) (*place, bool) {
+func (lc *locationCheck) place(ctx context.Context, role, credsName, region string, creds ec2api.Credentials, statement string) (*place, bool) {
 	c, err := lc.Clients.Client(ctx, region, creds)
 	if err != nil {
 		lc.add(fail("region "+region, "no EC2 client for "+role+": "+err.Error(), "correct the credentials' profile and files"))
 		return nil, false
 	}
-	return &place{role: role, region: region, c: guarded{c}, statement: statement}, true
+	return &place{role: role, creds: credsName, region: region, c: guarded{c}, statement: statement}, true
 }
 
 // identity asks STS whose creds are; want, when set, is the account they must be.
@@ -175,7 +175,7 @@ func (lc *locationCheck) identity(ctx context.Context, check string, p *place, c
 	id, err := lc.Identities.Account(ctx, p.region, creds)
 	switch {
 	case err != nil:
-		lc.add(fail(check, "STS could not name the account of "+p.role+": "+describe(err), "give "+p.role+" valid credentials; the Velero pod must reach STS"))
+		lc.add(fail(check, "STS could not name the account of "+p.role+": "+describe(err), "put valid access keys in "+p.creds+"; the Velero pod must reach STS"))
 		return id, false
 	case want != "" && id.Account != want:
 		p.skip = "the credentials are of account " + id.Account + ", not " + want
@@ -185,6 +185,19 @@ func (lc *locationCheck) identity(ctx context.Context, check string, p *place, c
 	}
 	lc.add(pass(check, id.Account+" ("+id.ARN+")"))
 	return id, true
+}
+
+// sourceCredentialsName names where the location's credentials come from.
+func (lc *locationCheck) sourceCredentialsName() string {
+	switch sel := lc.vsl.Spec.Credential; {
+	case sel != nil:
+		return fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, sel.Name, sel.Key)
+	case lc.cfg.Credentials.File != "":
+		return "credentials file " + lc.cfg.Credentials.File
+	case lc.cfg.Credentials.Profile != "":
+		return "profile " + lc.cfg.Credentials.Profile
+	}
+	return "the Velero pod's default credential chain"
 }
 
 // vaultCredentialsName names where the vault's credentials come from.

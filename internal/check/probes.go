@@ -35,6 +35,8 @@ type place struct {
 	role   string
 	region string
 	c      ec2api.EC2
+	// creds names where its credentials come from, for fixes.
+	creds string
 	// principal is who the credentials are, when STS said so.
 	principal string
 	// statement is the README's IAM statement holding the actions checked here.
@@ -101,7 +103,7 @@ func (p *place) verdict(action, statement string, dry bool, detail string, err e
 		}
 		return fail(check, "refused ("+code+")", p.iamFix(action, statement))
 	case code == codeAuthFailure:
-		return fail(check, "EC2 refused the credentials: "+describe(err), "give "+p.role+" valid credentials")
+		return fail(check, "EC2 refused the credentials: "+describe(err), "put valid access keys in "+p.creds)
 	}
 	return notChecked(check, "EC2 answered: "+describe(err))
 }
@@ -133,11 +135,11 @@ func (p *place) reachable(err error, detail string) Finding {
 		return pass(check, "EC2 answers "+p.role+detail)
 	case ec2api.IsCredentialsFailure(err):
 		p.skip = "no credentials of " + p.role
-		return fail(check, "no credentials of "+p.role+" to ask EC2 with: "+err.Error(), "give "+p.role+" credentials (README, Credentials)")
+		return fail(check, "no credentials of "+p.role+" to ask EC2 with: "+err.Error(), "give "+p.role+" credentials: "+p.creds+" (README, Credentials)")
 	case code == codeAuthFailure:
 		p.skip = "EC2 in " + p.region + " refused the credentials"
 		return fail(check, "EC2 refused the credentials of "+p.role+": "+describe(err),
-			"give "+p.role+" valid access keys, and enable "+p.region+" for the account if it is an opt-in region")
+			"put valid access keys in "+p.creds+", and enable "+p.region+" for the account if it is an opt-in region")
 	case code != "" && !ec2api.IsThrottle(err):
 		return pass(check, "EC2 answers "+p.role)
 	}

@@ -30,14 +30,14 @@ func TestAnActionsVerdict(t *testing.T) {
 		{"a dry run IAM refuses", true, unauthorized("CreateSnapshot"), Fail, "refused (UnauthorizedOperation)", `"ec2:CreateSnapshot"`, "EBSSnapshotsCopiesRestores"},
 		{"a read IAM refuses", false, unauthorized("CreateSnapshot"), Fail, "refused (UnauthorizedOperation)", `"ec2:CreateSnapshot"`, "EBSSnapshotsCopiesRestores"},
 		{"a tagging create without ec2:CreateTags", true, unauthorized("CreateTags"), Fail, "it also needs ec2:CreateTags", `"ec2:CreateTags"`, "EBSSnapshotsCopiesRestores"},
-		{"credentials EC2 refuses", true, ec2apitest.HTTPError(http.StatusUnauthorized, "AuthFailure"), Fail, "EC2 refused the credentials", "valid credentials", ""},
+		{"credentials EC2 refuses", true, ec2apitest.HTTPError(http.StatusUnauthorized, "AuthFailure"), Fail, "EC2 refused the credentials", "valid access keys in Secret velero/cloud", ""},
 		{"another answer of EC2", true, ec2apitest.APIError("InvalidSnapshot.NotFound"), NotChecked, "EC2 answered: InvalidSnapshot.NotFound", "", ""},
 		{"a dry run answered as if run", true, nil, NotChecked, "without DryRunOperation", "", ""},
 		{"no answer", true, ec2apitest.NoAnswer(), NotChecked, "EC2 answered", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &place{role: "the location's account", region: "us-east-1", principal: "arn:aws:iam::111111111111:user/velero", statement: statementSource}
+			p := &place{role: "the location's account", creds: "Secret velero/cloud key cloud", region: "us-east-1", principal: "arn:aws:iam::111111111111:user/velero", statement: statementSource}
 			f := p.verdict("CreateSnapshot", statementSource, tt.dry, "on vol-1", tt.err)
 			if f.Check != "ec2:CreateSnapshot in us-east-1" || f.Status != tt.want || !strings.Contains(f.Detail, tt.detail) ||
 				!strings.Contains(f.Fix, tt.fixNaming) || !strings.Contains(f.Fix, tt.fixOfSid) || (tt.want == Fail) != (f.Fix != "") {

@@ -124,7 +124,7 @@ func (lc *locationCheck) createVolume(ctx context.Context, p *place) Finding {
 func (lc *locationCheck) copyRegion(ctx context.Context, source *place) {
 	ctx, cancel := context.WithTimeout(ctx, regionTimeout)
 	defer cancel()
-	p, ok := lc.place(ctx, source.role, lc.cfg.CopyToRegion, lc.loc.Credentials, statementSource)
+	p, ok := lc.place(ctx, source.role, source.creds, lc.cfg.CopyToRegion, lc.loc.Credentials, statementSource)
 	if !ok {
 		return
 	}
@@ -160,7 +160,7 @@ func (lc *locationCheck) vault(ctx context.Context, source *place) {
 	ctx, cancel := context.WithTimeout(ctx, regionTimeout)
 	defer cancel()
 	v := lc.cfg.Vault
-	p, ok := lc.place(ctx, "the vault account", v.Region, *lc.loc.Vault, statementVault)
+	p, ok := lc.place(ctx, "the vault account", lc.vaultCredentialsName(), v.Region, *lc.loc.Vault, statementVault)
 	if !ok {
 		return
 	}

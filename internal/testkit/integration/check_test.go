@@ -55,6 +55,8 @@ type checkSetup struct {
 	// in the vault's Secret.
 	config        map[string]string
 	sourceInVault bool
+	// wrongSecret puts the source account's key ID with a wrong secret key in the location's Secret.
+	wrongSecret bool
 	// serverArgs are the Velero server's extra arguments; down is a region taken down.
 	serverArgs []string
 	down       string
@@ -158,6 +160,8 @@ func TestCheckNamesEachProblemExactly(t *testing.T) {
 			[]string{"copyKmsKeyId arn:aws:kms:" + sourceRegion + ":" + rig.SourceAccount + ":key/1234abcd-12ab-34cd-56ef-1234567890ab"}},
 		row{"copy region down", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, down: copyRegion},
 			[]string{"region " + copyRegion, "vault: region " + copyRegion}}, // the vault is in the copy region too
+		row{"a wrong secret key in the location's Secret", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, wrongSecret: true},
+			[]string{"account", "region " + sourceRegion, "region " + copyRegion}},
 		row{"item-operation timeout of 30 minutes", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM,
 			serverArgs: []string{"--default-item-operation-timeout=30m"}}, []string{"item-operation timeout"}},
 	)
@@ -203,7 +207,11 @@ func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	}
 	// The source account's key pair is the plugin processes' (rig.UseEndpoint).
 	sourceKey := ec2sim.AccessKey{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}
-	if err := r.PutSecret(checkSecret, map[string][]byte{"cloud": credentialsFile(sourceKey)}); err != nil {
+	locKey := sourceKey
+	if setup.wrongSecret {
+		locKey.SecretAccessKey = "not-" + locKey.SecretAccessKey
+	}
+	if err := r.PutSecret(checkSecret, map[string][]byte{"cloud": credentialsFile(locKey)}); err != nil {
 		t.Fatal(err)
 	}
 	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: checkSecret}, Key: "cloud"}
