@@ -231,10 +231,8 @@ func (lc *locationCheck) reach(ctx context.Context, p *place, permission bool) {
 	out, err := p.c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
 	detail := ""
 	if err == nil {
-		for _, z := range out.AvailabilityZones {
-			if lc.zone == "" && p.region == lc.cfg.Region {
-				lc.zone = aws.ToString(z.ZoneName)
-			}
+		if zs := out.AvailabilityZones; len(zs) > 0 && p.region == lc.cfg.Region {
+			lc.zone = aws.ToString(zs[0].ZoneName)
 		}
 		detail = " (" + plural(len(out.AvailabilityZones), "availability zone") + ")"
 	}
