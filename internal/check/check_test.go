@@ -221,3 +221,36 @@ func TestReportOutputs(t *testing.T) {
 		t.Errorf("JSON %s (%v)", js.String(), err)
 	}
 }
+
+// The volumes a location would back up are its region's EBS PersistentVolumes: the check
+// describes those, dry-runs CreateSnapshot on one, and judges their keys for the vault.
+func TestSourcesAreTheClustersVolumes(t *testing.T) {
+	srv := startSim(t)
+	ids := srv.Sim.AddVolumes("us-east-1",
+		ec2sim.VolumeSpec{AvailabilityZone: "us-east-1b"},
+		ec2sim.VolumeSpec{AvailabilityZone: "us-east-1a", Encrypted: true})
+	srv.Sim.AddVolumes("us-east-1", ec2sim.VolumeSpec{AvailabilityZone: "us-east-1a"}) // not the cluster's
+	pv := func(name, volumeID string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: volumeID}}}}
+	}
+	loc := vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1", "vaultAccountId": "222222222222", "vaultProfile": "vault"}, "")
+	rep, err := checker(t, srv.URL, loc, deployment(),
+		pv("pv-b", "aws://us-east-1b/"+ids[0]), pv("pv-a", "aws://us-east-1a/"+ids[1]), pv("pv-west", "aws://us-west-2a/vol-0abcdef0123456789")).Run(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]Finding{}
+	for _, f := range rep.Sections[0].Findings {
+		found[f.Check] = f
+	}
+	if f := found["ec2:DescribeVolumes in us-east-1"]; f.Status != Pass || !strings.Contains(f.Detail, "2 EBS PersistentVolumes of the cluster in us-east-1") {
+		t.Errorf("DescribeVolumes: %+v", f)
+	}
+	if f := found["ec2:CreateSnapshot in us-east-1"]; f.Status != Pass || !strings.Contains(f.Detail, "on vol-") || strings.Contains(f.Detail, exampleVolumeID) {
+		t.Errorf("CreateSnapshot: %+v, want a dry run on a PV's volume", f)
+	}
+	if f := found["source volumes' keys"]; f.Status != Fail || !strings.Contains(f.Detail, ids[1]) || strings.Contains(f.Detail, ids[0]) {
+		t.Errorf("source keys: %+v, want %s named under aws/ebs", f, ids[1])
+	}
+}

@@ -2,11 +2,15 @@ package check
 
 import (
 	"context"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
+
+// filterValuesMax is the most values the check puts in one EC2 filter.
+const filterValuesMax = 200
 
 // sourceRegion checks the location's region with its own credentials: every action the plugin's
 // snapshots, deletions, restores and (with a vault) shares make there.
@@ -64,7 +68,7 @@ func (lc *locationCheck) sourceRegion(ctx context.Context, p *place) {
 // describeSources describes the volumes the location would back up, for real: the cluster's
 // EBS volumes in the region, or when the PVs are not readable, the account's volumes there.
 func (lc *locationCheck) describeSources(ctx context.Context, p *place) Finding {
-	in := &ec2.DescribeVolumesInput{MaxResults: aws.Int32(listPage)}
+	inputs := []*ec2.DescribeVolumesInput{{MaxResults: aws.Int32(listPage)}}
 	detail := ""
 	if lc.cluster.pvProblem == "" {
 		ids := lc.cluster.volumesIn(p.region)
@@ -76,18 +80,20 @@ func (lc *locationCheck) describeSources(ctx context.Context, p *place) Finding 
 			}
 			return p.verdict("DescribeVolumes", p.statement, false, "no EBS PersistentVolume in "+p.region, err)
 		}
-		in = &ec2.DescribeVolumesInput{Filters: []types.Filter{{Name: aws.String("volume-id"), Values: ids}}}
+		inputs = nil
+		for chunk := range slices.Chunk(ids, filterValuesMax) {
+			inputs = append(inputs, &ec2.DescribeVolumesInput{Filters: []types.Filter{{Name: aws.String("volume-id"), Values: chunk}}})
+		}
 		detail = plural(len(ids), "EBS PersistentVolume") + " of the cluster in " + p.region
 	}
-	var err error
-	for pages := ec2.NewDescribeVolumesPaginator(p.c, in); pages.HasMorePages() && err == nil; {
-		var out *ec2.DescribeVolumesOutput
-		if out, err = pages.NextPage(ctx); err == nil {
+	for _, in := range inputs {
+		for pages := ec2.NewDescribeVolumesPaginator(p.c, in); pages.HasMorePages(); {
+			out, err := pages.NextPage(ctx)
+			if err != nil {
+				return p.verdict("DescribeVolumes", p.statement, false, "", err)
+			}
 			lc.sources = append(lc.sources, out.Volumes...)
 		}
-	}
-	if err != nil {
-		return p.verdict("DescribeVolumes", p.statement, false, "", err)
 	}
 	lc.sourcesKnown = true
 	if len(lc.sources) > 0 {
