@@ -23,9 +23,12 @@ type cluster struct {
 	// schedules are Velero's Schedules; scheduleProblem, when set, why they are not known.
 	schedules       []velerov1.Schedule
 	scheduleProblem string
+	// backups are Velero's Backups; backupProblem, when set, why they are not known.
+	backups       []velerov1.Backup
+	backupProblem string
 }
 
-// readCluster reads the PVs, Velero's Deployment and the Schedules.
+// readCluster reads the PVs, Velero's Deployment, the Schedules and the Backups.
 func (c *Checker) readCluster(ctx context.Context) cluster {
 	var cl cluster
 	var pvs corev1.PersistentVolumeList
@@ -44,6 +47,12 @@ func (c *Checker) readCluster(ctx context.Context) cluster {
 		cl.scheduleProblem = "Velero's Schedules are not readable (" + err.Error() + ")"
 	} else {
 		cl.schedules = schedules.Items
+	}
+	var backups velerov1.BackupList
+	if err := c.Kube.List(ctx, &backups, client.InNamespace(c.Namespace)); err != nil {
+		cl.backupProblem = "Velero's Backups are not readable (" + err.Error() + ")"
+	} else {
+		cl.backups = backups.Items
 	}
 	return cl
 }

@@ -50,6 +50,17 @@ func (lc *locationCheck) lockAgainstTTL() {
 				fmt.Sprintf("velero schedule create %s --ttl %s (or spec.template.ttl), or a shorter %s", sch.Name, human(lock), ebs.ConfigVaultLockDurationDays)))
 		}
 	}
+	var short []string
+	for _, b := range lc.cluster.backups {
+		if ttl := b.Spec.TTL.Duration; ttl > 0 && ttl < lock && slices.Contains(b.Spec.VolumeSnapshotLocations, lc.vsl.Name) {
+			short = append(short, b.Name)
+		}
+	}
+	if len(short) > 0 {
+		found = true
+		lc.add(fail(check, fmt.Sprintf("%s of the location (%s) with a TTL %s", plural(len(short), "Backup"), shortList(short), kept),
+			fmt.Sprintf("unless that is meant: back up with --ttl %s or longer, or set a shorter %s", human(lock), ebs.ConfigVaultLockDurationDays)))
+	}
 	switch {
 	case found:
 	case lc.cluster.scheduleProblem != "":

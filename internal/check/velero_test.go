@@ -126,6 +126,13 @@ func TestItemOperationTimeoutAgainstTheCopies(t *testing.T) {
 	}
 }
 
+func backup(name, location string, ttl time.Duration) velerov1.Backup {
+	b := velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	b.Spec.TTL = metav1.Duration{Duration: ttl}
+	b.Spec.VolumeSnapshotLocations = []string{location}
+	return b
+}
+
 func TestBackupTTLAgainstTheVaultLock(t *testing.T) {
 	schedule := func(name string, ttl time.Duration) velerov1.Schedule {
 		s := velerov1.Schedule{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -136,19 +143,24 @@ func TestBackupTTLAgainstTheVaultLock(t *testing.T) {
 		name       string
 		defaultTTL time.Duration
 		schedules  []velerov1.Schedule
+		backups    []velerov1.Backup
 		failed     []string
 		want       Status
 	}{
-		{"longer than the lock", 720 * time.Hour, []velerov1.Schedule{schedule("weekly", 60*24*time.Hour)}, nil, Pass},
-		{"the default shorter", 24 * time.Hour, nil, []string{"--default-backup-ttl 24h"}, Fail},
-		{"a Schedule shorter", 720 * time.Hour, []velerov1.Schedule{schedule("hourly", 2*time.Hour), schedule("weekly", 0)}, []string{"Schedule velero/hourly's TTL 2h"}, Fail},
+		{"longer than the lock", 720 * time.Hour, []velerov1.Schedule{schedule("weekly", 60*24*time.Hour)}, []velerov1.Backup{backup("kept", "ebs", 60*24*time.Hour)}, nil, Pass},
+		{"the default shorter", 24 * time.Hour, nil, nil, []string{"--default-backup-ttl 24h"}, Fail},
+		{"a Schedule shorter", 720 * time.Hour, []velerov1.Schedule{schedule("hourly", 2*time.Hour), schedule("weekly", 0)}, nil, []string{"Schedule velero/hourly's TTL 2h"}, Fail},
+		{"Backups of the location shorter", 720 * time.Hour, nil,
+			[]velerov1.Backup{backup("short-1", "ebs", time.Hour), backup("short-2", "ebs", 2*time.Hour), backup("elsewhere", "other", time.Hour)},
+			[]string{"2 Backups of the location (short-1, short-2)"}, Fail},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := &locationCheck{Checker: &Checker{Namespace: "velero"},
 				cfg: ebs.Config{Vault: ebs.VaultConfig{AccountID: "222222222222", Lock: ebs.Lock{Mode: ebs.LockModeCompliance, Days: 30}}}}
 			lc.cluster.settings = settings{defaultTTL: tt.defaultTTL}
-			lc.cluster.schedules = tt.schedules
+			lc.cluster.schedules, lc.cluster.backups = tt.schedules, tt.backups
+			lc.vsl.Name = "ebs"
 			lc.lockAgainstTTL()
 			var failed []string
 			for _, f := range lc.findings {
