@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -63,10 +64,11 @@ func (lc *locationCheck) lockAgainstTTL() {
 	}
 	switch {
 	case found:
-	case lc.cluster.scheduleProblem != "":
-		lc.add(notChecked(check, fmt.Sprintf("--%s %s is not shorter than the %d-day lock; %s", flagDefaultBackupTTL, human(s.defaultTTL), lc.cfg.Vault.Lock.Days, lc.cluster.scheduleProblem)))
+	case lc.cluster.scheduleProblem != "" || lc.cluster.backupProblem != "":
+		lc.add(notChecked(check, fmt.Sprintf("--%s %s is not shorter than the %d-day lock; %s", flagDefaultBackupTTL, human(s.defaultTTL), lc.cfg.Vault.Lock.Days,
+			strings.Join(slices.DeleteFunc([]string{lc.cluster.scheduleProblem, lc.cluster.backupProblem}, func(p string) bool { return p == "" }), "; "))))
 	default:
-		lc.add(pass(check, fmt.Sprintf("--%s %s and the TTL of every Schedule using the location (%d) are not shorter than the %d-day lock",
+		lc.add(pass(check, fmt.Sprintf("--%s %s and the TTLs of the Schedules (%d) and Backups that may use the location are not shorter than the %d-day lock",
 			flagDefaultBackupTTL, human(s.defaultTTL), len(lc.schedules()), lc.cfg.Vault.Lock.Days)))
 	}
 }
