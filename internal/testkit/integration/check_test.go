@@ -42,6 +42,9 @@ var (
 // readActions are the EC2 actions the check may send for real.
 var readActions = []string{"DescribeVolumes", "DescribeSnapshots", "DescribeAvailabilityZones", "DescribeSnapshotAttribute", "DescribeLockedSnapshots"}
 
+// readmePath is the README, whose section "Before the first backup" shows the correct setup's output.
+const readmePath = "../../../README.md"
+
 // The check's setup: the location's Secret, Velero's Deployment, the volumes.
 const (
 	checkSecret  = "cloud-credentials"
@@ -85,6 +88,13 @@ func TestCheckCorrectSetupPassesEveryLine(t *testing.T) {
 	t.Logf("output:\n%s", run.text)
 	if run.code != check.ExitOK {
 		t.Errorf("exit status %d, want %d", run.code, check.ExitOK)
+	}
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sample := strings.TrimSuffix(run.text, "\n"); !strings.Contains(string(readme), "```text\n"+sample+"\n```") {
+		t.Errorf("the README's sample output (Before the first backup) is not this output")
 	}
 	jsonRun := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM}, "json")
 	n := 0
