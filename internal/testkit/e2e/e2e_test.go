@@ -97,6 +97,8 @@ func TestE2E(t *testing.T) {
 	// Vault copies: account B's volumes copied into vault account A under a lock, restored from
 	// the vault, and the locked copies kept when the backup is deleted.
 	r.sub("vault-backup", func() { r.vaultBackup(sim) })
+	// The preflight check of every location, the vault's included, changing nothing.
+	r.sub("preflight-check", func() { r.preflightCheck(sim) })
 	r.sub("vault-restore", func() { r.vaultRestore(sim) })
 	r.sub("vault-delete", func() { r.vaultDelete(sim) })
 	// The disaster-recovery drill: the source region down, a second cluster restores.

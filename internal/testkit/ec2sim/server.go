@@ -59,7 +59,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(d)
 	}
 	if isSTSRequest(r.Form) {
-		s.serveSTS(w, r.Form)
+		s.serveSTS(w, r, raw)
 		return
 	}
 	q := &request{
@@ -146,8 +146,7 @@ func (s *Simulator) run(r *region, q *request) ([]byte, *apiError) {
 	case s.serverError():
 		return nil, errInternal
 	case q.bool("DryRun"):
-		return nil, &apiError{status: http.StatusPreconditionFailed, code: "DryRunOperation",
-			message: "Request would have succeeded, but DryRun flag is set."}
+		return nil, dryRun(q)
 	}
 	return fn(s, r, q)
 }

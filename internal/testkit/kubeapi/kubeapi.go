@@ -1,10 +1,11 @@
 // Package kubeapi is a minimal read-only Kubernetes API server on loopback for the test rigs:
 // what a controller-runtime client (as the plugin's location.Resolver builds it from
-// KUBECONFIG) needs to Get and List Velero's Backups, Restores and VolumeSnapshotLocations and
-// core Secrets, all namespaced, and nothing more.
+// KUBECONFIG) needs to Get and List Velero's Backups, Restores, VolumeSnapshotLocations and
+// Schedules, core Secrets and apps/v1 Deployments (Velero's server, for the plugin's check), all
+// namespaced, and nothing more.
 //
-// It serves JSON only, the plain (unaggregated) discovery documents /api, /api/v1, /apis,
-// /apis/velero.io and /apis/velero.io/v1, and Get and List (with label and field selectors on
+// It serves JSON only, the plain (unaggregated) discovery documents /api, /api/v1, /apis, and
+// /apis/GROUP and /apis/GROUP/VERSION of velero.io and apps, and Get and List (with label and field selectors on
 // metadata.name and metadata.namespace) of the objects put in it. Everything else is answered
 // with a Kubernetes Status: 404 NotFound for unknown paths and objects, 405 for other verbs
 // and for watches. client-go asks for aggregated discovery first (Accept
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,17 +66,18 @@ var Resources = []Resource{
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Restore"), Plural: "restores", Singular: "restore"},
 	{GVK: velerov1.SchemeGroupVersion.WithKind("VolumeSnapshotLocation"), Plural: "volumesnapshotlocations", Singular: "volumesnapshotlocation"},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Plural: "secrets", Singular: "secret"},
+	{GVK: velerov1.SchemeGroupVersion.WithKind("Schedule"), Plural: "schedules", Singular: "schedule"},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Plural: "deployments", Singular: "deployment"},
 }
 
-// Scheme returns a scheme of the served kinds' API groups (velero.io/v1 and core v1), for
-// clients of the server.
+// Scheme returns a scheme of the served kinds' API groups (velero.io/v1, core v1 and apps/v1),
+// for clients of the server.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := velerov1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{velerov1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }
@@ -367,18 +370,15 @@ func (s *Server) answerOther(req *http.Request) (int, any) {
 	case "/apis":
 		return http.StatusOK, &metav1.APIGroupList{
 			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-			Groups:   []metav1.APIGroup{veleroGroup()},
+			Groups:   apiGroups(),
 		}
-	case "/apis/" + velerov1.SchemeGroupVersion.Group:
-		g := veleroGroup()
-		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-		return http.StatusOK, &g
 	case "/api/v1":
 		return http.StatusOK, resourceList(corev1.SchemeGroupVersion)
-	case groupVersionPath(velerov1.SchemeGroupVersion):
-		return http.StatusOK, resourceList(velerov1.SchemeGroupVersion)
 	case "/version":
 		return http.StatusOK, map[string]string{"major": "1", "minor": "33", "gitVersion": "v1.33.0-kubeapi", "platform": "linux/amd64"}
+	}
+	if code, doc, ok := groupDiscovery(path); ok {
+		return code, doc
 	}
 	if r, _, _, ok := resourceRequest(path); ok {
 		return failure(apierrors.NewMethodNotSupported(groupResource(r), "watch"))
@@ -404,11 +404,6 @@ func failure(err *apierrors.StatusError) (int, any) {
 	st := err.Status()
 	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 	return int(st.Code), &st
-}
-
-func veleroGroup() metav1.APIGroup {
-	gv := metav1.GroupVersionForDiscovery{GroupVersion: velerov1.SchemeGroupVersion.String(), Version: velerov1.SchemeGroupVersion.Version}
-	return metav1.APIGroup{Name: velerov1.SchemeGroupVersion.Group, Versions: []metav1.GroupVersionForDiscovery{gv}, PreferredVersion: gv}
 }
 
 // resourceList is the discovery document of gv.

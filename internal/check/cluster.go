@@ -1,0 +1,79 @@
+package check
+
+import (
+	"context"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+)
+
+// cluster is what the check read of the cluster besides the locations: the EBS volumes of its
+// PersistentVolumes, Velero's settings and its Schedules. Each part may be unreadable; the
+// checks that need it then say why.
+type cluster struct {
+	// volumes are the EBS volumes of the cluster's PVs; pvProblem, when set, why they are not known.
+	volumes   []pv.Volume
+	pvProblem string
+	settings  settings
+	// schedules are Velero's Schedules; scheduleProblem, when set, why they are not known.
+	schedules       []velerov1.Schedule
+	scheduleProblem string
+	// backups are Velero's Backups; backupProblem, when set, why they are not known.
+	backups       []velerov1.Backup
+	backupProblem string
+}
+
+// readCluster reads the PVs, Velero's Deployment, the Schedules and the Backups.
+func (c *Checker) readCluster(ctx context.Context) cluster {
+	var cl cluster
+	var pvs corev1.PersistentVolumeList
+	if err := c.Kube.List(ctx, &pvs); err != nil {
+		cl.pvProblem = "the cluster's PersistentVolumes are not readable (" + err.Error() + ")"
+	} else {
+		for i := range pvs.Items {
+			if v, ok := ebsVolume(&pvs.Items[i]); ok {
+				cl.volumes = append(cl.volumes, v)
+			}
+		}
+	}
+	cl.settings = c.readSettings(ctx)
+	var schedules velerov1.ScheduleList
+	if err := c.Kube.List(ctx, &schedules, client.InNamespace(c.Namespace)); err != nil {
+		cl.scheduleProblem = "Velero's Schedules are not readable (" + err.Error() + ")"
+	} else {
+		cl.schedules = schedules.Items
+	}
+	var backups velerov1.BackupList
+	if err := c.Kube.List(ctx, &backups, client.InNamespace(c.Namespace)); err != nil {
+		cl.backupProblem = "Velero's Backups are not readable (" + err.Error() + ")"
+	} else {
+		cl.backups = backups.Items
+	}
+	return cl
+}
+
+// ebsVolume parses a PV as the plugin does; ok is false for anything but an EBS volume.
+func ebsVolume(p *corev1.PersistentVolume) (pv.Volume, bool) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		return pv.Volume{}, false
+	}
+	v, kind, err := pv.Parse(&unstructured.Unstructured{Object: m})
+	return v, err == nil && kind == pv.EBS
+}
+
+// volumesIn are the cluster's EBS volumes in region: those whose zone or region says so.
+func (cl cluster) volumesIn(region string) []string {
+	var ids []string
+	for _, v := range cl.volumes {
+		if v.Region == region {
+			ids = append(ids, v.VolumeID)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,149 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+)
+
+// Command is the subcommand's name: the first argument of the plugin binary.
+const Command = "check"
+
+// Exit statuses.
+const (
+	// ExitOK: every finding passed or could not be checked.
+	ExitOK = 0
+	// ExitProblems: at least one finding failed.
+	ExitProblems = 1
+	// ExitError: the check could not run (bad flags, no Kubernetes API).
+	ExitError = 2
+)
+
+// Output formats.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// userAgent is the check's Kubernetes client's, as the plugin's item actions name theirs.
+const userAgent = "velero-plugin-for-aws-async-check"
+
+// Main runs `velero-plugin-for-aws-async check` with args (those after "check") and returns the
+// exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(Command, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
+	namespace := fs.String("namespace", defaultNamespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
+	only := fs.String("location", "", "check only this VolumeSnapshotLocation (default: every one of provider "+location.DefaultProvider+")")
+	output := fs.String("output", outputText, "output format: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: velero-plugin-for-aws-async check [flags]\n\n"+
+			"Checks every VolumeSnapshotLocation of this plugin before the first backup: credentials, accounts,\n"+
+			"regions, the EC2 permissions (dry runs), KMS keys, copy slots and Velero's settings. It creates,\n"+
+			"changes and deletes nothing. Exit status: %d no problem, %d problems found, %d the check could not run.\n\n",
+			ExitOK, ExitProblems, ExitError)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "check: unexpected arguments %q\n", fs.Args())
+		return ExitError
+	}
+	if *output != outputText && *output != outputJSON {
+		fmt.Fprintf(stderr, "check: --output %q: want %s or %s\n", *output, outputText, outputJSON)
+		return ExitError
+	}
+	rep, err := run(ctx, *kubeconfig, *namespace, *only, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %v\n", err)
+		return ExitError
+	}
+	write := rep.WriteText
+	if *output == outputJSON {
+		write = rep.WriteJSON
+	}
+	if err := write(stdout); err != nil {
+		fmt.Fprintf(stderr, "check: %v\n", err)
+		return ExitError
+	}
+	if rep.Failed() {
+		return ExitProblems
+	}
+	return ExitOK
+}
+
+func defaultNamespace() string {
+	if ns := os.Getenv(location.NamespaceEnv); ns != "" {
+		return ns
+	}
+	return location.DefaultNamespace
+}
+
+// run builds the real ports and runs the check. The credentials files the Resolver writes go
+// to a directory of the check's own, removed at the end.
+func run(ctx context.Context, kubeconfig, namespace, only string, stderr io.Writer) (Report, error) {
+	kube, err := newKubeReader(kubeconfig)
+	if err != nil {
+		return Report{}, err
+	}
+	tmp, err := os.MkdirTemp("", "velero-async-check-")
+	if err != nil {
+		return Report{}, err
+	}
+	defer os.RemoveAll(tmp)
+	log := logrus.New()
+	log.Out, log.Level = stderr, logrus.WarnLevel
+	factory := ec2api.NewFactory()
+	c := &Checker{
+		Kube: kube,
+		Resolver: location.New(location.WithReader(kube), location.WithNamespace(namespace),
+			location.WithTempDir(tmp), location.WithLogger(log)),
+		Clients: factory, Identities: factory,
+		Namespace: namespace, Provider: location.DefaultProvider,
+	}
+	return c.Run(ctx, only)
+}
+
+// newKubeReader builds a client of the cluster from the kubeconfig named, else clientcmd's
+// default loading rules (KUBECONFIG, ~/.kube/config, else the in-cluster config), as the item
+// actions do.
+func newKubeReader(kubeconfig string) (client.Reader, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no Kubernetes client config: %w", err)
+	}
+	cfg.UserAgent = userAgent
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{velerov1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return c, nil
+}

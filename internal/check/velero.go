@@ -1,0 +1,154 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Velero's server: its Deployment and container, the flags the check reads and their defaults
+// (velero server --help, v1.18).
+const (
+	veleroDeployment = "velero"
+	veleroContainer  = "velero"
+
+	flagItemOperationTimeout = "default-item-operation-timeout"
+	flagSyncPeriod           = "item-operation-sync-frequency"
+	flagItemBlockWorkers     = "item-block-worker-count"
+	flagDefaultBackupTTL     = "default-backup-ttl"
+
+	defaultItemOperationTimeout = 4 * time.Hour
+	defaultSyncPeriod           = 10 * time.Second
+	defaultItemBlockWorkers     = 1
+	defaultBackupTTL            = 30 * 24 * time.Hour
+
+	// minSyncPeriod is the shortest sync period the README advises: each pass starts a plugin
+	// process and makes EC2 calls for every waiting backup.
+	minSyncPeriod = time.Second
+	// usefulItemBlockWorkers reach EC2's CreateSnapshot rate at AWS's latencies; more only queue.
+	usefulItemBlockWorkers = 2
+)
+
+// settings are the Velero server's, from its Deployment's arguments.
+type settings struct {
+	// deployment is "namespace/name"; problem, when set, why the settings are not known.
+	deployment string
+	problem    string
+
+	itemOperationTimeout, syncPeriod, defaultTTL time.Duration
+	itemBlockWorkers                             int
+	// bad are the flags whose values could not be read.
+	bad []Finding
+}
+
+// known reports whether the settings were read.
+func (s settings) known() bool { return s.problem == "" }
+
+// readSettings reads Velero's Deployment and parses its server's flags.
+func (c *Checker) readSettings(ctx context.Context) settings {
+	s := settings{
+		deployment:           c.Namespace + "/" + veleroDeployment,
+		itemOperationTimeout: defaultItemOperationTimeout, syncPeriod: defaultSyncPeriod,
+		defaultTTL: defaultBackupTTL, itemBlockWorkers: defaultItemBlockWorkers,
+	}
+	var d appsv1.Deployment
+	if err := c.Kube.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: veleroDeployment}, &d); err != nil {
+		s.problem = "Velero's Deployment " + s.deployment + " is not readable (" + err.Error() + ")"
+		return s
+	}
+	ctr, ok := serverContainer(d.Spec.Template.Spec.Containers)
+	if !ok {
+		s.problem = "Deployment " + s.deployment + " has no container " + veleroContainer
+		return s
+	}
+	flags := parseFlags(append(append([]string(nil), ctr.Command...), ctr.Args...))
+	s.itemOperationTimeout = s.duration(flags, flagItemOperationTimeout, s.itemOperationTimeout)
+	s.syncPeriod = s.duration(flags, flagSyncPeriod, s.syncPeriod)
+	s.defaultTTL = s.duration(flags, flagDefaultBackupTTL, s.defaultTTL)
+	if v, ok := flags[flagItemBlockWorkers]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			s.bad = append(s.bad, fail("--"+flagItemBlockWorkers, fmt.Sprintf("%q is not a positive number", v), "--"+flagItemBlockWorkers+"=1"))
+		} else {
+			s.itemBlockWorkers = n
+		}
+	}
+	return s
+}
+
+// serverContainer is the Deployment's Velero container: the one named velero, else the only one.
+func serverContainer(cs []corev1.Container) (corev1.Container, bool) {
+	for _, c := range cs {
+		if c.Name == veleroContainer {
+			return c, true
+		}
+	}
+	if len(cs) == 1 {
+		return cs[0], true
+	}
+	return corev1.Container{}, false
+}
+
+// parseFlags reads --name=value and --name value arguments; a later one wins, as for pflag.
+func parseFlags(args []string) map[string]string {
+	out := map[string]string{}
+	for i, a := range args {
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || name == "" {
+			continue
+		}
+		if n, v, eq := strings.Cut(name, "="); eq {
+			out[n] = v
+		} else if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out[name] = args[i+1]
+		}
+	}
+	return out
+}
+
+// duration reads a duration flag, keeping def (and recording the problem) when it is malformed.
+func (s *settings) duration(flags map[string]string, name string, def time.Duration) time.Duration {
+	v, ok := flags[name]
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		s.bad = append(s.bad, fail("--"+name, fmt.Sprintf("%q is not a positive duration", v), fmt.Sprintf("--%s=%s", name, human(def))))
+		return def
+	}
+	return d
+}
+
+// section is the findings about Velero's own settings.
+func (s settings) section() Section {
+	sec := Section{Title: "Velero server (Deployment " + s.deployment + ")"}
+	if !s.known() {
+		sec.Findings = append(sec.Findings, notChecked("Velero's settings", s.problem+"; Velero's defaults are assumed"))
+		return sec
+	}
+	sec.Findings = append(sec.Findings, s.bad...)
+	sync := "--" + flagSyncPeriod
+	if s.syncPeriod < minSyncPeriod {
+		sec.Findings = append(sec.Findings, fail(sync, human(s.syncPeriod)+
+			": every pass starts a plugin process and makes EC2 calls for each waiting backup", fmt.Sprintf("%s=%s (Velero's default)", sync, human(defaultSyncPeriod))))
+	} else {
+		sec.Findings = append(sec.Findings, pass(sync, human(s.syncPeriod)+": a freed copy slot waits at most this long"))
+	}
+	workers := "--" + flagItemBlockWorkers
+	detail := strconv.Itoa(s.itemBlockWorkers)
+	if s.itemBlockWorkers > usefulItemBlockWorkers {
+		detail += fmt.Sprintf(": more than %d only queue at EC2's CreateSnapshot rate", usefulItemBlockWorkers)
+	}
+	sec.Findings = append(sec.Findings, pass(workers, detail))
+	sec.Findings = append(sec.Findings,
+		pass("--"+flagItemOperationTimeout, human(s.itemOperationTimeout)+" (judged against each location's copies above)"),
+		pass("--"+flagDefaultBackupTTL, human(s.defaultTTL)))
+	return sec
+}
