@@ -40,6 +40,32 @@ func (id backupIdentity) hasUID(s *types.Snapshot) bool {
 	return id.uid != "" && tagMap(s.Tags)[TagBackupUID] == id.uid
 }
 
+// sourceKey names one recorded source of a backup: core makes one CreateSnapshot call per PV,
+// and a PV is on one volume.
+type sourceKey struct{ pv, volume string }
+
+func sourceKeyOf(s *types.Snapshot) sourceKey {
+	return sourceKey{pv: tagValue(s.Tags, TagPV), volume: aws.ToString(s.VolumeId)}
+}
+
+// recordedSources counts the distinct recorded sources of this backup among snaps: one per PV
+// and volume of the snapshots carrying the backup's UID, so that the other snapshots of one
+// CreateSnapshot call count once. Snapshots of the backup's name without its UID (the upstream
+// plugin's, a lost handoff, or another install's backup of the same name) are not evidence of
+// this backup's; unnamed counts them, for messages.
+func (id backupIdentity) recordedSources(snaps []*types.Snapshot) (recorded, unnamed int) {
+	seen := map[sourceKey]bool{}
+	for _, s := range snaps {
+		switch {
+		case id.hasUID(s):
+			seen[sourceKeyOf(s)] = true
+		case tagValue(s.Tags, TagBackupUID) == "" && id.owns(s):
+			unnamed++
+		}
+	}
+	return len(seen), unnamed
+}
+
 // resolution is which of a volume's snapshots an operation follows.
 type resolution struct {
 	// source is the snapshot Velero recorded; nil when none can be told.

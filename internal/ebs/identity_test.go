@@ -69,6 +69,13 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 		{name: "an operation of the previous release (v1 ID, no PV)", op: opID(volA), backup: started,
 			east: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-1"), withoutUID())},
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		// Before create tokens existed: neither snapshot carries one, so neither is the other's stray.
+		{name: "two static PVs on one EBS volume across the upgrade: the other PV's snapshot is kept", op: opID(volA), backup: started,
+			east: []types.Snapshot{
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-1"), withoutUID(), startedAt(-30*time.Second)),
+				snapshot("snap-0000000b", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-2"), withoutUID(), startedAt(2*time.Second)),
+			},
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000b in us-east-1 completed"}},
 		{name: "an operation of the previous release ignores an older backup's snapshot", op: opID(volA), backup: started,
 			east: []types.Snapshot{snapshot("snap-0000001d", volA, types.SnapshotStateCompleted, startedAt(-time.Hour), withoutUID())},
 			want: want{desc: "waiting for EC2 to list the snapshot"}},

@@ -47,8 +47,9 @@ func NewTracker(clients ec2api.Regional, opts ...Option) *Tracker {
 type lookup struct {
 	view *backupView
 	res  resolution
-	// owned counts the backup's snapshots listed in the places that answered.
-	owned int
+	// recorded counts the distinct recorded sources of the backup listed in the places that
+	// answered; unnamed the snapshots of its name without its UID.
+	recorded, unnamed int
 	// waiting and refused are the failures of places that did not answer, transient or not.
 	waiting, refused []error
 	note, where      string
@@ -71,19 +72,11 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Err = err.Error()
 		return p, nil
 	}
-	switch {
-	case l.view != nil && l.res.source != nil:
+	if l.view != nil && l.res.source != nil {
 		t.deleteStrays(ctx, l.view, l.res.strays)
 		p = t.report(ctx, l.view, op, l.res.source, p)
-	case l.view != nil:
-		p = t.ambiguous(op, l.res.ambiguous, p)
-	case len(l.refused) > 0:
-		p.Completed = true
-		p.Err = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
-	case len(l.waiting) > 0:
-		p.Description = "waiting for EC2: " + errors.Join(l.waiting...).Error()
-	default:
-		p = t.notFound(op, backup, l, p)
+	} else {
+		p = decideUnresolved(op, backup.Status, backup.Name, l, t.decideCfg(), p)
 	}
 	if l.note != "" && !p.Completed {
 		p.Description += " (" + l.note + ")"
@@ -115,7 +108,8 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 			l.refused = append(l.refused, err)
 			continue
 		}
-		l.owned += v.owned()
+		r, u := v.recordedCount()
+		l.recorded, l.unnamed = l.recorded+r, l.unnamed+u
 		l.where = pl.where()
 		if res := v.resolveOp(op, t.createWindow()); res.source != nil || len(res.ambiguous) > 0 {
 			l.view, l.res = v, res
@@ -173,50 +167,6 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
 	if len(done) > 0 {
 		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
-	}
-	return p
-}
-
-// ambiguous reports an operation with several snapshots that could each be the one Velero
-// recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
-// waited for while a create may still be under way; after that the operation fails, naming them.
-func (t *Tracker) ambiguous(op Operation, snaps []types.Snapshot, p velero.OperationProgress) velero.OperationProgress {
-	ids := make([]string, len(snaps))
-	for i, s := range snaps {
-		ids[i] = aws.ToString(s.SnapshotId)
-	}
-	if p.Updated.Sub(op.Issued) < t.createWindow() {
-		p.Description = fmt.Sprintf("volume %s has %d snapshots for this backup (%s); waiting to learn which one Velero recorded", op.VolumeID, len(ids), strings.Join(ids, ", "))
-		return p
-	}
-	p.Completed = true
-	p.Err = fmt.Sprintf("volume %s in %s has %d snapshots that could each be the one Velero recorded for this backup (%s), and none is marked as recorded: not completing on evidence that may belong to another backup", op.VolumeID, op.Region, len(ids), strings.Join(ids, ", "))
-	return p
-}
-
-// notFound reports an operation whose snapshot EC2 does not list. Velero took no native
-// snapshot of the volume (a volume policy chose another method, or CreateSnapshot failed) when
-// it attempted none, or when every snapshot Velero recorded for the backup is listed. When
-// Velero recorded snapshots the plugin cannot see, the operation waits for EC2's listing for the
-// grace period, then fails with the likely causes: never a success without evidence.
-func (t *Tracker) notFound(op Operation, backup *velerov1.Backup, l lookup, p velero.OperationProgress) velero.OperationProgress {
-	// Core records its snapshots in the backup's status before it first asks for progress.
-	st := backup.Status
-	recorded := st.VolumeSnapshotsCompleted
-	switch {
-	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
-		p.Completed = true
-		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)
-	case l.owned >= recorded:
-		p.Completed = true
-		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: EC2 lists all %d Velero recorded, none of this volume", op.VolumeID, recorded)
-	case p.Updated.Sub(op.Issued) <= t.notFoundGrace:
-		p.Description = fmt.Sprintf("waiting for EC2 to list the snapshot of volume %s in %s (Velero recorded %d native snapshots for this backup; EC2 lists %d %s)", op.VolumeID, op.Region, recorded, l.owned, l.where)
-	default:
-		p.Completed = true
-		p.Err = fmt.Sprintf("Velero recorded %d native snapshots for backup %s, but EC2 lists %d in %s %s, none of volume %s: the snapshot was taken with other credentials or in another account than this action uses "+
-			"(check the location's spec.credential, profile and credentialsFile, and that the plugin may read VolumeSnapshotLocations and their Secrets), or it was deleted",
-			recorded, backup.Name, l.owned, op.Region, l.where, op.VolumeID)
 	}
 	return p
 }

@@ -30,7 +30,8 @@ type backupView struct {
 
 	sources   map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
 	byID      map[string]*types.Snapshot             // source ID -> its snapshot in sources
-	owns      int                                    // how many of the sources the backup owns
+	recorded  int                                    // distinct recorded sources of this backup (see recordedSources)
+	unnamed   int                                    // sources of the backup's name without its UID
 	copies    map[target]map[string][]types.Snapshot // target -> source ID -> copies
 	locks     map[string]types.LockState             // vault copy ID -> its lock's state, when locked
 	pending   map[target]int                         // target -> copies still pending
@@ -120,19 +121,19 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 }
 
 // index derives from a new description what each Progress call would otherwise walk every
-// snapshot for: the sources by ID, how many the backup owns, the copies' counts by target
-// and the sources that may await a copy.
+// snapshot for: the sources by ID, how many recorded sources of the backup EC2 lists, the
+// copies' counts by target and the sources that may await a copy.
 func (v *backupView) index() {
-	v.byID, v.owns, v.queue = map[string]*types.Snapshot{}, 0, newCopyQueue()
+	v.byID, v.queue = map[string]*types.Snapshot{}, newCopyQueue()
+	var all []*types.Snapshot
 	for _, ss := range v.sources {
 		for i := range ss {
 			s := &ss[i]
 			v.byID[aws.ToString(s.SnapshotId)] = s
-			if v.id.owns(s) {
-				v.owns++
-			}
+			all = append(all, s)
 		}
 	}
+	v.recorded, v.unnamed = v.id.recordedSources(all)
 	for _, s := range v.byID {
 		if s.State != types.SnapshotStateCompleted {
 			continue
@@ -168,8 +169,9 @@ func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
 	return res
 }
 
-// owned counts the snapshots of the backup this view lists, over every volume.
-func (v *backupView) owned() int { return v.owns }
+// recordedCount is how many distinct recorded sources of the backup this view lists, over every
+// volume, and how many snapshots of the backup's name without its UID it lists besides.
+func (v *backupView) recordedCount() (recorded, unnamed int) { return v.recorded, v.unnamed }
 
 // copyOf returns a source's copy in the target: a completed one, else a pending one, else a
 // failed one.

@@ -1,0 +1,95 @@
+package ebs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+)
+
+// The decisions of Progress and Cancel: pure functions of what one call read from EC2 (a
+// lookup), the operation, Velero's record of the backup, the settings and the time. They make
+// no request, read no clock and log nothing; the Tracker acts on what they return.
+
+// decideCfg is what of a Tracker's settings its decisions depend on.
+type decideCfg struct {
+	createWindow  time.Duration
+	listingLag    time.Duration
+	notFoundGrace time.Duration
+}
+
+func (s settings) decideCfg() decideCfg {
+	return decideCfg{createWindow: s.createWindow(), listingLag: s.listingLag, notFoundGrace: s.notFoundGrace}
+}
+
+// decideUnresolved reports an operation whose snapshot the lookup did not resolve to one source:
+// several could be the recorded one, a place refused or could not answer, or none is listed.
+// p carries the call's Updated time and units.
+func decideUnresolved(op Operation, st velerov1.BackupStatus, backupName string, l lookup, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
+	switch {
+	case l.view != nil:
+		return decideAmbiguous(op, l.res, cfg, p)
+	case len(l.refused) > 0:
+		p.Completed = true
+		p.Err = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
+	case len(l.waiting) > 0:
+		p.Description = "waiting for EC2: " + errors.Join(l.waiting...).Error()
+	default:
+		p = decideNotFound(op, st, backupName, l, cfg, p)
+	}
+	return p
+}
+
+// decideAmbiguous reports an operation with several snapshots that could each be the one Velero
+// recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
+// waited for while a create may still be under way; after that the operation fails, naming them.
+func decideAmbiguous(op Operation, res resolution, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
+	ids := make([]string, len(res.ambiguous))
+	for i, s := range res.ambiguous {
+		ids[i] = aws.ToString(s.SnapshotId)
+	}
+	if p.Updated.Sub(op.Issued) < cfg.createWindow {
+		p.Description = fmt.Sprintf("volume %s has %d snapshots for this backup (%s); waiting to learn which one Velero recorded", op.VolumeID, len(ids), strings.Join(ids, ", "))
+		return p
+	}
+	p.Completed = true
+	p.Err = fmt.Sprintf("volume %s in %s has %d snapshots that could each be the one Velero recorded for this backup (%s), and none is marked as recorded: not completing on evidence that may belong to another backup", op.VolumeID, op.Region, len(ids), strings.Join(ids, ", "))
+	return p
+}
+
+// decideNotFound reports an operation whose snapshot EC2 does not list. Velero took no native
+// snapshot of the volume (a volume policy chose another method, or CreateSnapshot failed) when
+// it attempted none, or when EC2 lists as many distinct recorded sources of this backup as
+// Velero recorded and EC2's listing lag has passed since the operation was opened (core asks for
+// the snapshot right after). When Velero recorded snapshots the plugin cannot see, the operation
+// waits for EC2's listing for the grace period, then fails with the likely causes: never a
+// success without evidence.
+func decideNotFound(op Operation, st velerov1.BackupStatus, backupName string, l lookup, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
+	// Core records its snapshots in the backup's status before it first asks for progress.
+	recorded := st.VolumeSnapshotsCompleted
+	elapsed := p.Updated.Sub(op.Issued)
+	unnamed := ""
+	if l.unnamed > 0 {
+		unnamed = fmt.Sprintf(", besides %d of a backup of the same name without its UID (the upstream plugin's, or another install's)", l.unnamed)
+	}
+	switch {
+	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
+		p.Completed = true
+		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)
+	case l.recorded >= recorded && elapsed >= cfg.listingLag:
+		p.Completed = true
+		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: EC2 lists all %d Velero recorded, none of this volume", op.VolumeID, recorded)
+	case elapsed <= cfg.notFoundGrace:
+		p.Description = fmt.Sprintf("waiting for EC2 to list the snapshot of volume %s in %s (Velero recorded %d native snapshots for this backup; EC2 lists %d %s%s)", op.VolumeID, op.Region, recorded, l.recorded, l.where, unnamed)
+	default:
+		p.Completed = true
+		p.Err = fmt.Sprintf("Velero recorded %d native snapshots for backup %s, but EC2 lists %d in %s %s%s, none of volume %s: the snapshot was taken with other credentials or in another account than this action uses "+
+			"(check the location's spec.credential, profile and credentialsFile, and that the plugin may read VolumeSnapshotLocations and their Secrets), or it was deleted",
+			recorded, backupName, l.recorded, op.Region, l.where, unnamed, op.VolumeID)
+	}
+	return p
+}
