@@ -120,42 +120,40 @@ func describeWait(err error) string {
 	return err.Error()
 }
 
-// markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark) on
-// the batch's sources with one CreateTags, then re-reads them so that a source whose deletion
-// began meanwhile is not copied (a deletion marks the source before it looks for copies;
-// whichever marks first is seen by the other). When EC2 refuses to mark the whole batch, each
-// source is marked on its own, and only those EC2 refuses fail: one snapshot that cannot be
-// tagged holds up no other.
+// markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark, once:
+// its time is when the source was first shared, so that a vault account that cannot see the
+// share is told after the listing lag) on the batch's sources with one CreateTags per set of
+// marks, then re-reads them so that a source whose deletion began meanwhile is not copied (a
+// deletion marks the source before it looks for copies; whichever marks first is seen by the
+// other). When EC2 refuses to mark the whole batch, each source is marked on its own, and only
+// those EC2 refuses fail: one snapshot that cannot be tagged holds up no other.
 func (t *Tracker) markForCopy(ctx context.Context, src ec2api.EC2, v *backupView, batch []types.Snapshot, tg target, requestedAt string) ([]types.Snapshot, error) {
-	ids := make([]string, len(batch))
-	for i, s := range batch {
-		ids[i] = aws.ToString(s.SnapshotId)
-	}
-	marks := map[string]string{tg.requestedTag(): requestedAt}
-	if tg.vault() {
-		marks[TagVaultSharedAt] = requestedAt
-	}
-	err := t.tag(ctx, src, ids, marks)
-	switch {
-	case err != nil && ec2api.IsTransient(err):
-		return nil, fmt.Errorf("marking copy requests: %w", err)
-	case err != nil && len(ids) == 1:
-		v.refuse(tg, ids[0], fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", ids[0], tg.copyName(), tg, err))
-		return nil, nil
-	case err != nil:
-		var kept []string
-		for _, id := range ids {
-			switch err := t.tag(ctx, src, []string{id}, marks); {
-			case err == nil:
-				kept = append(kept, id)
-			case !ec2api.IsTransient(err):
-				v.refuse(tg, id, fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", id, tg.copyName(), tg, err))
-			}
+	var firstShare, again []string
+	for _, s := range batch {
+		id := aws.ToString(s.SnapshotId)
+		if tg.vault() && tagValue(s.Tags, TagVaultSharedAt) == "" {
+			firstShare = append(firstShare, id)
+		} else {
+			again = append(again, id)
 		}
-		ids = kept
 	}
-	for k, val := range marks {
-		v.setTag(ids, k, val)
+	var ids []string
+	for _, group := range []struct {
+		ids   []string
+		marks map[string]string
+	}{
+		{firstShare, map[string]string{tg.requestedTag(): requestedAt, TagVaultSharedAt: requestedAt}},
+		{again, map[string]string{tg.requestedTag(): requestedAt}},
+	} {
+		if len(group.ids) == 0 {
+			continue
+		}
+		kept, err := t.markGroup(ctx, src, v, group.ids, tg, group.marks)
+		if err != nil {
+			t.unmark(ctx, src, v, tg, ids)
+			return nil, err
+		}
+		ids = append(ids, kept...)
 	}
 	if len(ids) == 0 {
 		return nil, nil
@@ -184,6 +182,34 @@ func (t *Tracker) markForCopy(ctx context.Context, src ec2api.EC2, v *backupView
 	v.setTag(gone, TagDeletionRequestedAt, "deleting")
 	t.unmark(ctx, src, v, tg, gone)
 	return marked, nil
+}
+
+// markGroup writes marks on the sources with these IDs and returns those marked; a transient
+// failure of the whole request is returned, a refusal recorded per source.
+func (t *Tracker) markGroup(ctx context.Context, src ec2api.EC2, v *backupView, ids []string, tg target, marks map[string]string) ([]string, error) {
+	err := t.tag(ctx, src, ids, marks)
+	switch {
+	case err != nil && ec2api.IsTransient(err):
+		return nil, fmt.Errorf("marking copy requests: %w", err)
+	case err != nil && len(ids) == 1:
+		v.refuse(tg, ids[0], fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", ids[0], tg.copyName(), tg, err))
+		return nil, nil
+	case err != nil:
+		var kept []string
+		for _, id := range ids {
+			switch err := t.tag(ctx, src, []string{id}, marks); {
+			case err == nil:
+				kept = append(kept, id)
+			case !ec2api.IsTransient(err):
+				v.refuse(tg, id, fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", id, tg.copyName(), tg, err))
+			}
+		}
+		ids = kept
+	}
+	for k, val := range marks {
+		v.setTag(ids, k, val)
+	}
+	return ids, nil
 }
 
 // tag sets tags on snapshots.

@@ -210,3 +210,31 @@ func foreignVaultCopy(t *testing.T, w *rig.Accounts) string {
 	w.Clock.Step(time.Minute) // completed before the backup starts
 	return aws.ToString(out.SnapshotId)
 }
+
+// A vaultAccountId that is not the vault credentials' account: the vault account cannot see
+// the share, and the operation fails saying so once EC2's listing lag has passed since the
+// source was first shared, not at Velero's item-operation timeout.
+func TestVaultCopyToAWrongVaultAccountFailsAfterTheListingLag(t *testing.T) {
+	w := newVaultWorld(t, ec2sim.Faults{})
+	cfg := vaultConfig(ebs.Lock{})
+	cfg.Vault.AccountID = "333333333333"
+	_, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	seen, p, completed := w.Follow(opID, true)
+	if !completed {
+		t.Fatalf("operation still waiting after 10 minutes:\n%s", strings.Join(seen, "\n"))
+	}
+	for _, s := range []string{"cannot see the snapshot shared with account 333333333333", ebs.ConfigVaultAccountID} {
+		if !strings.Contains(p.Err, s) {
+			t.Errorf("error %q does not name %q", p.Err, s)
+		}
+	}
+	if len(seen) > 8 {
+		t.Errorf("failed after %d Progress calls, want within about the listing lag:\n%s", len(seen), strings.Join(seen, "\n"))
+	}
+	if shared := w.Sim.SharedSnapshots(sourceAccount); len(shared) > 0 {
+		t.Errorf("snapshots left shared: %+v", shared)
+	}
+}
