@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 // The decisions of Progress and Cancel: pure functions of what one call read from EC2 (a
@@ -92,4 +94,31 @@ func decideNotFound(op Operation, st velerov1.BackupStatus, backupName string, l
 			recorded, backupName, l.recorded, op.Region, l.where, unnamed, op.VolumeID)
 	}
 	return p
+}
+
+// vaultCheck is what confirming the vault credentials' account decided: wrong fails the
+// vault phase, wait delays it; neither when the account is the vault's (or is not checked).
+type vaultCheck struct{ wrong, wait string }
+
+func (c vaultCheck) ok() bool { return c.wrong == "" && c.wait == "" }
+
+// decideVaultAccount judges the account STS names for the vault credentials (or why it could
+// not): the vault account of the target, or a failure naming both; a failure that may pass
+// (EC2's and STS's transient answers, credentials not ready) waits.
+func decideVaultAccount(tg target, account string, err error) vaultCheck {
+	switch {
+	case err != nil && (ec2api.IsTransient(err) || ec2api.IsCredentialsFailure(err)):
+		return vaultCheck{wait: fmt.Sprintf("waiting to confirm the account of the credentials for vault account %s: %v", tg.account, err)}
+	case err != nil:
+		return vaultCheck{wrong: fmt.Sprintf("the account of the credentials for vault account %s cannot be confirmed: %v", tg.account, err)}
+	case account != tg.account:
+		return vaultCheck{wrong: wrongVaultAccount(tg, account)}
+	}
+	return vaultCheck{}
+}
+
+// wrongVaultAccount says that the vault credentials belong to another account than the vault's.
+func wrongVaultAccount(tg target, account string) string {
+	return fmt.Sprintf("the vault credentials are those of account %s, not of vault account %s (%s): check %s and the vault credentials (%s or %s)",
+		account, tg.account, tg, ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultProfile)
 }

@@ -21,6 +21,9 @@ type Place struct {
 	// Vault reaches EC2 with the credentials of the location's vault account; nil when the
 	// location has none.
 	Vault ec2api.Regional
+	// VaultIdentity names the account of the vault credentials, as STS says; nil when it is not
+	// checked. Nothing is shared with the vault before it confirms the vault account.
+	VaultIdentity func(ctx context.Context) (string, error)
 }
 
 // clientsFor returns the clients of the target's account: the vault's for a vault, the

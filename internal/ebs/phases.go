@@ -18,10 +18,12 @@ const (
 )
 
 // fill is what starting copies into one target found: the account's slots it judged from, and
-// why it started none, when it could not ask EC2.
+// why it started none, when it could not ask EC2; for a vault, what confirming the vault
+// credentials' account decided.
 type fill struct {
 	slots *copySlots
 	err   error
+	vault vaultCheck
 }
 
 // phase is how far one copy of an operation's completed source has come.
@@ -40,6 +42,12 @@ func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snaps
 	if tg.vault() && v.place.Vault == nil {
 		return phase{desc: fmt.Sprintf("waiting for credentials in vault account %s: location %q names none the plugin can read (%s or %s)",
 			tg.account, v.place.Location, ConfigVaultCredentialSecret, ConfigVaultProfile)}
+	}
+	switch {
+	case f.vault.wrong != "":
+		return t.failCopy(ctx, v, src, tg, f.vault.wrong)
+	case f.vault.wait != "":
+		return phase{desc: f.vault.wait}
 	}
 	cp := v.copyOf(tg, srcID)
 	switch {

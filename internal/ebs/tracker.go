@@ -128,6 +128,11 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	p.NTotal = 100 * int64(1+len(targets))
 	fills := make([]fill, len(targets))
 	for i, tg := range targets {
+		if tg.vault() {
+			if fills[i].vault = t.checkVaultAccount(ctx, v, tg); !fills[i].vault.ok() {
+				continue // nothing is shared before the vault account is confirmed
+			}
+		}
 		fills[i].slots, fills[i].err = t.fillCopySlots(ctx, v, tg)
 	}
 	if now := v.sourceByID(srcID); now != nil { // as marked by the fill

@@ -119,7 +119,8 @@ func sharedAt(s types.Snapshot) time.Time {
 }
 
 // vaultSteps reports a vault copy EC2 lists: it is locked when the source asks for a lock, as
-// soon as it exists (EC2 starts the lock's duration when the copy completes), and once it is
+// soon as EC2 lists it as the vault account's (EC2 starts the lock's duration when the copy
+// completes), and once it is
 // completed the source's share is removed. The phase is done only when all of that is.
 func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snapshot, tg target, cp *types.Snapshot) phase {
 	cpID := aws.ToString(cp.SnapshotId)
@@ -127,6 +128,10 @@ func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snap
 	lockNote := ""
 	if l, want := parseLockTag(tagValue(src.Tags, TagVaultLock)); want {
 		if !locked(v.lockState(cpID)) {
+			if aws.ToString(cp.OwnerId) != tg.account { // just made: locked once EC2 lists it in the vault account
+				ph.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting for EC2 to list it in the vault account to lock it", cpID, tg, progressText(cp.Progress))
+				return ph
+			}
 			if v.fillTimeLeft() <= 0 {
 				ph.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting to lock it: %s", cpID, tg, progressText(cp.Progress), budgetSpent)
 				return ph
@@ -194,4 +199,18 @@ func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg target, c
 		return errors.Join(err, errors.New("the lock may have taken effect; the next description tells"))
 	}
 	return err
+}
+
+// checkVaultAccount confirms that the view's vault credentials are the target's vault
+// account's: they list no snapshot another account owns, and STS names the vault account,
+// when the place can ask.
+func (t *Tracker) checkVaultAccount(ctx context.Context, v *backupView, tg target) vaultCheck {
+	if owner := v.stranger(tg); owner != "" {
+		return vaultCheck{wrong: wrongVaultAccount(tg, owner)}
+	}
+	if v.place.VaultIdentity == nil || v.place.Vault == nil {
+		return vaultCheck{}
+	}
+	account, err := v.place.VaultIdentity(ctx)
+	return decideVaultAccount(tg, account, err)
 }

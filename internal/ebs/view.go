@@ -34,6 +34,7 @@ type backupView struct {
 	unnamed   int                                    // sources of the backup's name without its UID
 	copies    map[target]map[string][]types.Snapshot // target -> source ID -> copies
 	locks     map[string]types.LockState             // vault copy ID -> its lock's state, when locked
+	strangers map[target]string                      // vault -> another account owning what the vault credentials list
 	pending   map[target]int                         // target -> copies still pending
 	finished  map[target][]time.Time                 // target -> start times of the copies no longer pending, earliest first
 	queue     *copyQueue                             // the sources that may await a copy
@@ -84,6 +85,7 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 	}
 	copies := map[target]map[string][]types.Snapshot{}
 	locks := map[string]types.LockState{}
+	strangers := map[target]string{}
 	for tg := range targets {
 		dc, ok, err := v.place.clientsFor(ctx, tg)
 		if err != nil {
@@ -98,6 +100,10 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 		}
 		copies[tg] = map[string][]types.Snapshot{}
 		for _, cp := range found {
+			if owner := aws.ToString(cp.OwnerId); tg.vault() && owner != tg.account {
+				strangers[tg] = owner // never a vault copy: the vault credentials are another account's
+				continue
+			}
 			src := tagValue(cp.Tags, TagSourceSnapshotID)
 			copies[tg][src] = append(copies[tg][src], cp)
 		}
@@ -107,7 +113,7 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 			}
 		}
 	}
-	v.sources, v.copies, v.locks, v.fillSpent = sources, copies, locks, 0
+	v.sources, v.copies, v.locks, v.strangers, v.fillSpent = sources, copies, locks, strangers, 0
 	v.index()
 	now := v.clock.Now()
 	for tg, ids := range v.requested {
@@ -304,6 +310,10 @@ func (v *backupView) refuse(tg target, id, why string) {
 	}
 	v.refused[tg][id] = why
 }
+
+// stranger is the account, not the vault's, owning snapshots the vault credentials list as the
+// backup's vault copies; "" when there is none.
+func (v *backupView) stranger(tg target) string { return v.strangers[tg] }
 
 // recordLock records the state of a vault copy's lock EC2 just reported.
 func (v *backupView) recordLock(copyID string, state types.LockState) { v.locks[copyID] = state }
