@@ -82,21 +82,28 @@ func NewLocator(resolver locationResolver, clients *ec2api.Factory) Locator {
 // BackupPlaces returns the places of the backup's locations for region.
 func (l resolvedLocator) BackupPlaces(ctx context.Context, backup *velerov1.Backup, region string) ([]Place, error) {
 	c, err := l.resolver.ForBackup(ctx, backup, region)
-	return l.places(c), err
+	return l.places(c, region), err
 }
 
 // RestorePlaces returns the places of the restore's locations for region.
 func (l resolvedLocator) RestorePlaces(ctx context.Context, restore *velerov1.Restore, region string) ([]Place, error) {
 	c, err := l.resolver.ForRestore(ctx, restore, region)
-	return l.places(c), err
+	return l.places(c, region), err
 }
 
-func (l resolvedLocator) places(c location.Choice) []Place {
+// places are the places of the locations of c, their vault credentials' account asked of STS
+// in region (once per process and credentials).
+func (l resolvedLocator) places(c location.Choice, region string) []Place {
 	out := make([]Place, 0, len(c.Locations))
 	for _, loc := range c.Locations {
 		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note}
 		if loc.Vault != nil {
-			p.Vault = l.clients.ForCredentials(*loc.Vault)
+			creds := *loc.Vault
+			p.Vault = l.clients.ForCredentials(creds)
+			p.VaultIdentity = func(ctx context.Context) (string, error) {
+				id, err := l.clients.Account(ctx, region, creds)
+				return id.Account, err
+			}
 		}
 		out = append(out, p)
 	}
