@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 
@@ -121,4 +122,30 @@ func decideVaultAccount(tg target, account string, err error) vaultCheck {
 func wrongVaultAccount(tg target, account string) string {
 	return fmt.Sprintf("the vault credentials are those of account %s, not of vault account %s (%s): check %s and the vault credentials (%s or %s)",
 		account, tg.account, tg, ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultProfile)
+}
+
+// cancelStep is one request of a Cancel after the source's cancelled mark: removing the share
+// of the source with a vault, or deleting a pending copy.
+type cancelStep struct {
+	tg      target
+	unshare bool
+	copyID  string
+}
+
+// decideCancel lists what cancelling the operation following src asks for, in order: per
+// target, the removal of a vault's share (when the source is marked
+// shared) and the deletion of a copy still pending and not locked (EC2 would refuse to delete a
+// locked one, and it is the backup's).
+func decideCancel(v *backupView, src *types.Snapshot) []cancelStep {
+	var steps []cancelStep
+	for _, tg := range targetsOf(src) {
+		if tg.vault() && tagValue(src.Tags, TagVaultSharedAt) != "" {
+			steps = append(steps, cancelStep{tg: tg, unshare: true})
+		}
+		cp := v.copyOf(tg, aws.ToString(src.SnapshotId))
+		if cp != nil && cp.State == types.SnapshotStatePending && !locked(v.lockState(aws.ToString(cp.SnapshotId))) {
+			steps = append(steps, cancelStep{tg: tg, copyID: aws.ToString(cp.SnapshotId)})
+		}
+	}
+	return steps
 }

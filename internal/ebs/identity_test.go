@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/golang/mock/gomock"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -235,3 +238,96 @@ func TestProgressFillBudget(t *testing.T) {
 }
 
 func tagOf(k, v string) types.Tag { t := types.Tag{}; t.Key, t.Value = &k, &v; return t }
+
+// A Cancel whose cancelled mark EC2 will not write (throttled past the SDK's retries) still
+// leaves the source uncopyable: a fresh plugin process's fill never copies a source whose
+// operation is past Velero's item-operation timeout.
+func TestCancelThatCannotMarkTheSourceLeavesItUncopyable(t *testing.T) {
+	f := newFixture(t)
+	a := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	b := snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, toDest(), startedAt(time.Hour))
+	f.src().add(a, b)
+	f.tagRefusals = map[string]error{"snap-0000000a": httpErr(503, ec2api.CodeRequestLimitExceeded)}
+	m := f.serveTracker(nil)
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 2)
+	backup.Spec.ItemOperationTimeout = metav1.Duration{Duration: 4 * time.Hour}
+	f.clk.Step(4*time.Hour + 2*time.Minute) // Velero's timeout of the first operation
+	err := f.tracker().Cancel(context.Background(), opID(volA), backup)
+	wantErr(t, err, "marking snapshot snap-0000000a as cancelled")
+	p, err := f.tracker().Progress(context.Background(), opID(volN(2)), backup)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c0000001"})
+	for _, in := range m.copies {
+		if *in.SourceSnapshotId == "snap-0000000a" {
+			t.Errorf("the cancelled operation's source was copied")
+		}
+	}
+	p, err = f.tracker().Progress(context.Background(), opID(volA), backup)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "Velero's item-operation timeout has passed for snapshot snap-0000000a"})
+}
+
+// Many operations time out in one reconcile: each Cancel marks its source, and pending copies
+// are deleted only while the reconcile's time for EC2 requests lasts; the rest are left to
+// complete (the backup's deletion deletes them) and Cancel says so.
+func TestCancelsOfOneReconcileStayWithinItsTimeBudget(t *testing.T) {
+	f := newFixture(t)
+	const n = 10
+	for i := 0; i < n; i++ {
+		s := snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest())
+		f.src().add(s)
+		f.dst().add(copyOfSnap(fmt.Sprintf("snap-c%07x", i), s, types.SnapshotStatePending))
+	}
+	m := f.serveTracker(nil)
+	f.dst().onDelete = func() { f.clk.Step(500 * time.Millisecond) }
+	tr := f.tracker()
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, n)
+	left := 0
+	for i := 0; i < n; i++ {
+		if err := tr.Cancel(context.Background(), opID(volN(i)), backup); err != nil {
+			if !strings.Contains(err.Error(), "left to complete") {
+				t.Errorf("Cancel %d: %v", i, err)
+			}
+			left++
+		}
+	}
+	if got := m.count("CreateTags"); got != n {
+		t.Errorf("%d sources marked cancelled, want all %d", got, n)
+	}
+	if d := len(f.dst().deleted); d+left != n || d > int(fillBudget/(500*time.Millisecond))+1 {
+		t.Errorf("%d pending copies deleted, %d left: want deletions only within the %s budget", d, left, fillBudget)
+	}
+}
+
+// Cancel of an operation whose vault copy is locked while still pending: the share is removed,
+// the locked copy is left to complete (EC2 would refuse to delete it, and it is the backup's),
+// and Cancel reports no error.
+func TestCancelKeepsALockedPendingVaultCopy(t *testing.T) {
+	const vaultAcct = "222222222222"
+	f := newFixture(t)
+	src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted,
+		withTags(TagVaultAccount, vaultAcct, TagVaultRegion, dstRegion, TagVaultLock, "governance:1", TagVaultSharedAt, t0.Format(time.RFC3339)))
+	cp := copyOfSnap("snap-0000000b", src, types.SnapshotStatePending, progress("40%"))
+	setTag(&cp, TagVaultLock, "governance:1")
+	cp.OwnerId = aws.String(vaultAcct)
+	f.src().add(src)
+	f.dst().add(cp)
+	f.dst().locks["snap-0000000b"] = types.LockStateGovernance
+	f.serveTracker(nil)
+	var unshared []string
+	f.src().m.EXPECT().ModifySnapshotAttribute(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.ModifySnapshotAttributeInput, _ ...func(*ec2.Options)) (*ec2.ModifySnapshotAttributeOutput, error) {
+			if in.CreateVolumePermission.Remove != nil {
+				unshared = append(unshared, aws.ToString(in.SnapshotId))
+			}
+			return &ec2.ModifySnapshotAttributeOutput{}, nil
+		})
+	tr := f.tracker(WithVaultClients(f.clients()))
+	if err := tr.Cancel(context.Background(), opID(volA), inProgress); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if len(f.dst().deleted)+len(f.src().deleted) != 0 {
+		t.Errorf("deleted %v and %v; the locked vault copy and the source stay", f.dst().deleted, f.src().deleted)
+	}
+	if fmt.Sprint(unshared) != "[snap-0000000a]" {
+		t.Errorf("shares removed %v, want the source's", unshared)
+	}
+}

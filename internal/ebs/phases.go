@@ -55,6 +55,8 @@ func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snaps
 		return t.failCopy(ctx, v, src, tg, v.refusal(tg, srcID))
 	case cp == nil && tagValue(src.Tags, TagDeletionRequestedAt) != "":
 		return phase{desc: fmt.Sprintf("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.copyName(), tg)}
+	case cp == nil && v.timedOut(src, t.clock.Now()):
+		return phase{desc: fmt.Sprintf("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.copyName(), tg)}
 	case cp == nil && f.err != nil:
 		return phase{desc: fmt.Sprintf("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))}
 	case cp == nil && v.recentlyRequested(src, tg, t.clock.Now(), t.listingLag):

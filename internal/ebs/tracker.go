@@ -100,6 +100,9 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 			l.note = pl.Note
 		}
 		v, err := t.view(ctx, pl, op.Region, id)
+		if v != nil {
+			v.setOperationTimeout(backup.Spec.ItemOperationTimeout.Duration)
+		}
 		switch {
 		case err != nil && ec2api.IsTransient(err):
 			l.waiting = append(l.waiting, err)
@@ -176,9 +179,12 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	return p
 }
 
-// Cancel stops the operation's copy for good: the source is marked so that no Progress call
-// starts its copy again, and a copy still pending is deleted. The source snapshot belongs to
-// the backup and goes with it.
+// Cancel stops the operation's copy for good. The source is marked first, so that no Progress
+// call starts its copy again (and without the mark no fill copies a source past Velero's
+// item-operation timeout); then its share with a vault is removed and, within the
+// reconcile's time for EC2 requests, a copy still pending is deleted (a locked one stays).
+// The source snapshot belongs to the backup and goes with it, and so does a pending copy left
+// for lack of time.
 func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velerov1.Backup) error {
 	op, err := ParseOperationID(operationID)
 	if err != nil {
@@ -195,49 +201,56 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 	}
 	v, src := l.view, l.res.source
 	srcID := aws.ToString(src.SnapshotId)
-	targets := targetsOf(src)
-	if len(targets) == 0 {
+	if len(targetsOf(src)) == 0 {
 		return nil
 	}
+	steps := decideCancel(v, src)
 	v.cancel(srcID)
-	c, err := v.place.Clients(ctx, v.region)
-	if err != nil {
-		return err
-	}
-	if err := t.tag(ctx, c, []string{srcID}, map[string]string{TagCopyCancelled: t.clock.Now().UTC().Format(time.RFC3339)}); err != nil {
-		t.log.WithError(err).Warnf("Could not mark snapshot %s as cancelled; a later Progress call of this process will still not copy it", srcID)
-	}
 	var errs []error
-	for _, tg := range targets {
-		if err := t.stopCopy(ctx, v, src, tg); err != nil {
+	if err := t.timed(v, func() error { return t.markCancelled(ctx, v, srcID) }); err != nil {
+		errs = append(errs, err)
+	}
+	for _, st := range steps {
+		if err := t.cancelStep(ctx, v, src, st); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// stopCopy deletes the source's copy into the target while it is pending (a locked vault copy
-// stays), and removes the source's share with a vault.
-func (t *Tracker) stopCopy(ctx context.Context, v *backupView, src *types.Snapshot, tg target) error {
-	srcID := aws.ToString(src.SnapshotId)
-	if tg.vault() {
-		if err := t.unshare(ctx, v, src, tg); err != nil {
+// markCancelled writes the cancelled mark on the source.
+func (t *Tracker) markCancelled(ctx context.Context, v *backupView, srcID string) error {
+	c, err := v.place.Clients(ctx, v.region)
+	if err == nil {
+		err = t.tag(ctx, c, []string{srcID}, map[string]string{TagCopyCancelled: t.clock.Now().UTC().Format(time.RFC3339)})
+	}
+	if err != nil {
+		return fmt.Errorf("marking snapshot %s as cancelled (no copy of it is started past Velero's item-operation timeout all the same): %w", srcID, err)
+	}
+	v.setTag([]string{srcID}, TagCopyCancelled, t.clock.Now().UTC().Format(time.RFC3339))
+	return nil
+}
+
+// cancelStep removes a vault's share of the source, always (nothing may stay shared), or
+// deletes a pending copy, while the reconcile's time for EC2 requests lasts.
+func (t *Tracker) cancelStep(ctx context.Context, v *backupView, src *types.Snapshot, st cancelStep) error {
+	if st.unshare {
+		return t.timed(v, func() error { return t.unshare(ctx, v, src, st.tg) })
+	}
+	if v.fillTimeLeft() <= 0 {
+		return fmt.Errorf("pending %s %s in %s left to complete (%s); it is deleted with its backup", st.tg.copyName(), st.copyID, st.tg, budgetSpent)
+	}
+	return t.timed(v, func() error {
+		dc, ok, err := v.place.clientsFor(ctx, st.tg)
+		if err != nil || !ok {
 			return err
 		}
-	}
-	cp := v.copyOf(tg, srcID)
-	if cp == nil || cp.State != types.SnapshotStatePending || locked(v.lockState(aws.ToString(cp.SnapshotId))) {
+		if _, err := dc.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(st.copyID)}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
+			return fmt.Errorf("deleting pending %s %s in %s: %w", st.tg.copyName(), st.copyID, st.tg, err)
+		}
+		t.log.Infof("Cancelled: deleted pending %s %s of %s in %s", st.tg.copyName(), st.copyID, aws.ToString(src.SnapshotId), st.tg)
 		return nil
-	}
-	dc, ok, err := v.place.clientsFor(ctx, tg)
-	if err != nil || !ok {
-		return err
-	}
-	if _, err := dc.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: cp.SnapshotId}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
-		return fmt.Errorf("deleting pending %s %s in %s: %w", tg.copyName(), aws.ToString(cp.SnapshotId), tg, err)
-	}
-	t.log.Infof("Cancelled: deleted pending %s %s of %s in %s", tg.copyName(), aws.ToString(cp.SnapshotId), srcID, tg)
-	return nil
+	})
 }
 
 // deleteStrays deletes snapshots the CreateSnapshot call of an operation made besides the one

@@ -45,6 +45,7 @@ type backupView struct {
 	claimed   map[string]bool                 // source IDs an operation of this process follows
 	cancelled map[string]bool                 // source IDs whose operation Velero cancelled
 	deleted   map[string]bool                 // strays this process deleted
+	timeout   time.Duration                   // the backup's item-operation timeout; 0 when unknown
 }
 
 func newBackupView(place Place, region string, id backupIdentity, clk clock.Clock) *backupView {
@@ -234,13 +235,24 @@ func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
 	switch {
-	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] ||
+	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] || v.timedOut(s, now) ||
 		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
 		return copyNever
 	case v.recentlyRequested(s, tg, now, lag):
 		return copyLater
 	}
 	return copyNow
+}
+
+// setOperationTimeout records the backup's item-operation timeout, as the Backup passed says.
+func (v *backupView) setOperationTimeout(d time.Duration) { v.timeout = d }
+
+// timedOut reports whether Velero's item-operation timeout has passed for the operation of
+// source s: its operation was opened before s started (less the clock-skew margin), so past
+// the timeout after that, Velero has cancelled it or is about to. Its copy is then never
+// started, whether or not the cancelled mark could be written.
+func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
+	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(clockSkew+v.timeout))
 }
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
