@@ -3,6 +3,7 @@ package ebs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,4 +149,34 @@ func decideCancel(v *backupView, src *types.Snapshot) []cancelStep {
 		}
 	}
 	return steps
+}
+
+// decideForeignSource judges a source of this backup that carries none of this plugin's tags:
+// the snapshot was taken through another provider's VolumeSnapshotLocation (the upstream
+// plugin's; Velero takes a PV's snapshot through the first of the backup's locations whose
+// plugin accepts the volume), so it has no copy intent. When the backup names the place's
+// location of this plugin and that location asks for copies, the operation fails, naming the
+// locations that may have taken it and why no copy exists; "" otherwise (a backup that names
+// no location of this plugin is left alone).
+func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string) string {
+	if len(pl.asks) == 0 || !slices.Contains(backupLocations, pl.Location) || len(targetsOf(src)) > 0 {
+		return ""
+	}
+	for _, t := range src.Tags {
+		if strings.HasPrefix(aws.ToString(t.Key), tagPrefix) {
+			return ""
+		}
+	}
+	others := slices.DeleteFunc(slices.Clone(backupLocations), func(n string) bool { return n == pl.Location })
+	took := "another VolumeSnapshotLocation"
+	if len(others) > 0 {
+		took = "VolumeSnapshotLocation " + strings.Join(others, " or ")
+	}
+	asks := make([]string, len(pl.asks))
+	for i, tg := range pl.asks {
+		asks[i] = tg.copyName() + " to " + tg.String()
+	}
+	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of %s's tags), so it has no %s that %s asks for: "+
+		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
+		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
 }

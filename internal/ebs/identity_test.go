@@ -331,3 +331,51 @@ func TestCancelKeepsALockedPendingVaultCopy(t *testing.T) {
 		t.Errorf("shares removed %v, want the source's", unshared)
 	}
 }
+
+// placesOf is a Locator finding every operation in its places.
+type placesOf []Place
+
+func (l placesOf) BackupPlaces(context.Context, *velerov1.Backup, string) ([]Place, error) {
+	return l, nil
+}
+
+func (l placesOf) RestorePlaces(context.Context, *velerov1.Restore, string) ([]Place, error) {
+	return l, nil
+}
+
+// An EBS volume snapshotted through another provider's location (the upstream plugin's) in a
+// backup that names this plugin's location with copyToRegion: the operation fails naming the
+// location that took the snapshot and why no copy exists. A backup that names no location of
+// this plugin is left alone.
+func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T) {
+	upstream := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withoutUID(), withTags(TagPV, "pv-1"))
+	own := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1"))
+	tests := []struct {
+		name      string
+		locations []string
+		snap      types.Snapshot
+		want      want
+	}{
+		{name: "the backup names this plugin's location with a copy region", locations: []string{"aws-default", "async"}, snap: upstream,
+			want: want{completed: true, errTxt: "snapshot snap-0000000a of volume " + volA + " was taken through VolumeSnapshotLocation aws-default, not through this plugin's location async"}},
+		{name: "the backup names no location of this plugin", locations: []string{"aws-default"}, snap: upstream,
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		{name: "this plugin's snapshot", locations: []string{"aws-default", "async"}, snap: own,
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.snap)
+			f.serveTracker(nil)
+			loc := placesOf{{Location: "async", Clients: f.clients(), asks: configTargets(map[string]string{ConfigRegion: srcRegion, ConfigCopyToRegion: dstRegion})}}
+			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1)
+			backup.Spec.VolumeSnapshotLocations = tt.locations
+			p, err := f.tracker(WithLocator(loc)).Progress(context.Background(), pvOp(volA, "pv-1"), backup)
+			checkProgress(t, p, err, tt.want)
+			if tt.want.errTxt != "" && !strings.Contains(p.Err, "no copy to us-west-2") {
+				t.Errorf("error %q does not say which copy is missing", p.Err)
+			}
+		})
+	}
+}

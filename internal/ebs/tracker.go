@@ -72,10 +72,18 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Err = err.Error()
 		return p, nil
 	}
+	foreign := ""
 	if l.view != nil && l.res.source != nil {
+		foreign = decideForeignSource(l.res.source, l.view.place, backup.Spec.VolumeSnapshotLocations)
+	}
+	switch {
+	case foreign != "":
+		p.Completed = true
+		p.Err = foreign
+	case l.view != nil && l.res.source != nil:
 		t.deleteStrays(ctx, l.view, l.res.strays)
 		p = t.report(ctx, l.view, op, l.res.source, p)
-	} else {
+	default:
 		p = decideUnresolved(op, backup.Status, backup.Name, l, t.decideCfg(), p)
 	}
 	if l.note != "" && !p.Completed {
