@@ -180,3 +180,32 @@ func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string
 		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
 		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
 }
+
+// decideUnreturned reports an operation whose source is still marked as not returned to
+// Velero. Its CreateSnapshot call may still be under way until the create window has passed
+// since the later of the operation's opening and the snapshot's start; the operation waits.
+// After that the call returned an error (or was cut off) and Velero recorded no snapshot for
+// the PV: when Velero's record counts failed snapshots, this one is deleted (Velero's deletion
+// skips it, so nobody else would) and the operation fails naming it; when it counts none, the
+// two records disagree and the snapshot is neither copied nor deleted. del says to delete it.
+func decideUnreturned(op Operation, src *types.Snapshot, st velerov1.BackupStatus, cfg decideCfg, p velero.OperationProgress) (_ velero.OperationProgress, del bool) {
+	id := aws.ToString(src.SnapshotId)
+	since := op.Issued
+	if start := aws.ToTime(src.StartTime); start.After(since) {
+		since = start
+	}
+	switch {
+	case p.Updated.Sub(since) < cfg.createWindow:
+		p.Description = fmt.Sprintf("snapshot %s in %s: %s; waiting for CreateSnapshot to return it to Velero", id, op.Region, progressText(src.Progress))
+		return p, false
+	case st.VolumeSnapshotsAttempted > st.VolumeSnapshotsCompleted:
+		p.Completed = true
+		p.Err = fmt.Sprintf("CreateSnapshot of volume %s returned an error to Velero, which recorded no snapshot of it (%d of %d attempted native snapshots failed); snapshot %s it made all the same is deleted and not copied",
+			op.VolumeID, st.VolumeSnapshotsAttempted-st.VolumeSnapshotsCompleted, st.VolumeSnapshotsAttempted, id)
+		return p, true
+	}
+	p.Completed = true
+	p.Err = fmt.Sprintf("snapshot %s of volume %s was never marked as returned to Velero (%s=%s), yet Velero records no failed native snapshot: it is neither copied nor deleted",
+		id, op.VolumeID, TagRecorded, recordedPending)
+	return p, false
+}

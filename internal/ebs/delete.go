@@ -172,7 +172,7 @@ func (s *Snapshotter) stopCopies(ctx context.Context, source regionalSnapshot, s
 func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]regionalSnapshot, error) {
 	tags := tagMap(src.Tags)
 	token := tags[TagCreateToken]
-	if tags[TagRecorded] == "" || token == "" {
+	if tags[TagRecorded] != recordedTrue || token == "" {
 		return nil, nil
 	}
 	c, err := s.clients(ctx, source.region)

@@ -379,3 +379,50 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 		})
 	}
 }
+
+// A snapshot whose CreateSnapshot returned an error to Velero (it took effect, but its answer
+// was lost and EC2 could not be asked for the create patience, or the plugin was killed mid-call)
+// stays marked pending: Velero records no snapshot and its deletion skips it. It is never
+// copied, and the operation Execute opened for its PV deletes it once the create window has
+// passed, failing with the reason.
+func TestASnapshotVeleroRecordedAsFailedIsDeletedNotCopied(t *testing.T) {
+	tests := []struct {
+		name               string
+		elapsed            time.Duration
+		attempted, records int
+		want               want
+		wantGone           []string
+	}{
+		{name: "while its CreateSnapshot may be under way", elapsed: time.Minute, attempted: 2, records: 1,
+			want: want{desc: "snapshot snap-0000000a in us-east-1: 100%; waiting for CreateSnapshot to return it to Velero"}},
+		{name: "Velero recorded it as failed", elapsed: 12 * time.Minute, attempted: 2, records: 1, wantGone: []string{"snap-0000000a"},
+			want: want{completed: true, errTxt: "CreateSnapshot of volume " + volA + " returned an error to Velero, which recorded no snapshot of it (1 of 2 attempted native snapshots failed); snapshot snap-0000000a it made all the same is deleted"}},
+		{name: "Velero records no failure", elapsed: 12 * time.Minute, attempted: 2, records: 2,
+			want: want{completed: true, errTxt: "neither copied nor deleted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1", TagCreateToken, "t1", TagRecorded, recordedPending)),
+				snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, toDest(TagPV, "pv-2", TagCreateToken, "t2", TagRecorded, recordedReturned)))
+			m := f.serveTracker(nil)
+			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, tt.records)
+			backup.Status.VolumeSnapshotsAttempted = tt.attempted
+			f.clk.Step(tt.elapsed)
+			tr := f.tracker()
+			p, err := tr.Progress(context.Background(), pvOp(volN(2), "pv-2"), backup)
+			checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c0000001"})
+			p, err = tr.Progress(context.Background(), pvOp(volA, "pv-1"), backup)
+			checkProgress(t, p, err, tt.want)
+			for _, in := range m.copies {
+				if *in.SourceSnapshotId == "snap-0000000a" {
+					t.Errorf("the snapshot Velero did not record was copied")
+				}
+			}
+			if fmt.Sprint(f.src().deleted) != fmt.Sprint(tt.wantGone) && len(f.src().deleted)+len(tt.wantGone) > 0 {
+				t.Errorf("deleted %v, want %v", f.src().deleted, tt.wantGone)
+			}
+		})
+	}
+}

@@ -80,6 +80,18 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 	case foreign != "":
 		p.Completed = true
 		p.Err = foreign
+	case l.view != nil && l.res.source != nil && unreturned(l.res.source):
+		t.deleteStrays(ctx, l.view, l.res.strays)
+		var del bool
+		if p, del = decideUnreturned(op, l.res.source, backup.Status, t.decideCfg(), p); del {
+			switch err := t.deleteUnreturned(ctx, l.view, l.res.source); {
+			case err != nil && ec2api.IsTransient(err):
+				p.Completed, p.Err = false, ""
+				p.Description = err.Error()
+			case err != nil:
+				p.Err += "; " + err.Error()
+			}
+		}
 	case l.view != nil && l.res.source != nil:
 		t.deleteStrays(ctx, l.view, l.res.strays)
 		p = t.report(ctx, l.view, op, l.res.source, p)
@@ -280,6 +292,21 @@ func (t *Tracker) deleteStrays(ctx context.Context, v *backupView, strays []type
 		v.forgetStray(id)
 		t.log.Infof("Deleted snapshot %s of volume %s: made by the same CreateSnapshot as the one Velero recorded", id, aws.ToString(s.VolumeId))
 	}
+}
+
+// deleteUnreturned deletes a source whose CreateSnapshot returned an error to Velero; an error
+// says why it could not be deleted yet.
+func (t *Tracker) deleteUnreturned(ctx context.Context, v *backupView, src *types.Snapshot) error {
+	id := aws.ToString(src.SnapshotId)
+	c, err := v.place.Clients(ctx, v.region)
+	if err == nil {
+		_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: src.SnapshotId}, ec2api.Bounded)
+	}
+	if err != nil && !ec2api.IsNotFound(err) {
+		return fmt.Errorf("deleting snapshot %s, which Velero recorded as failed, in %s: %w", id, v.region, err)
+	}
+	t.log.Infof("Deleted snapshot %s of volume %s: its CreateSnapshot returned an error to Velero, which recorded no snapshot", id, aws.ToString(src.VolumeId))
+	return nil
 }
 
 // view returns the backup's snapshots in region as place sees them, described again when the

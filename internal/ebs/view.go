@@ -235,7 +235,7 @@ func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
 	switch {
-	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] || v.timedOut(s, now) ||
+	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] || v.timedOut(s, now) || unreturned(s) ||
 		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
 		return copyNever
 	case v.recentlyRequested(s, tg, now, lag):
