@@ -3,6 +3,7 @@ package ebs
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -81,27 +82,20 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		}
 		in := copyInput(s, v.region, tg)
 		out, err := dst.CopySnapshot(ctx, in, ec2api.Bounded, ec2api.RetryThrottlingOnly)
-		switch {
-		case err == nil:
+		switch d := decideCopyAnswer(tg, id, err, sharedAt(s), t.clock.Now(), t.listingLag); d.outcome {
+		case copyMade:
 			v.recordCopy(tg, s, aws.ToString(out.SnapshotId), in.TagSpecifications[0].Tags, now)
 			a.started(id, now)
 			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, tg, aws.ToString(out.SnapshotId))
-		case ec2api.IsAmbiguous(err):
+		case copyMaybeMade:
 			v.markRequested(tg, id, now)
 			a.started(id, now)
 			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, tg)
-		case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
-			a.queue(fmt.Errorf("EC2 queued the copy: %s", describeWait(err)))
-			unmark = append(unmark, id)
-		case tg.vault() && ec2api.IsNotFound(err) && t.clock.Since(sharedAt(s)) < t.listingLag:
-			a.queue(fmt.Errorf("the share of %s with account %s is not visible to the vault account yet", id, tg.account))
-			unmark = append(unmark, id)
-		case tg.vault() && ec2api.IsNotFound(err):
-			v.refuse(tg, id, fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
-				"check that %s is the account of the vault credentials: %v", id, tg, tg.account, ConfigVaultAccountID, err))
+		case copyQueued:
+			a.queue(errors.New(d.why))
 			unmark = append(unmark, id)
 		default:
-			v.refuse(tg, id, fmt.Sprintf("%s of snapshot %s to %s refused: %v", tg.copyName(), id, tg, err))
+			v.refuse(tg, id, d.why)
 			unmark = append(unmark, id)
 		}
 	}
@@ -110,14 +104,6 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		return a, a.queued
 	}
 	return a, shareErr
-}
-
-// describeWait names why EC2 made the plugin wait: its error code, or the credential failure.
-func describeWait(err error) string {
-	if c := ec2api.Code(err); c != "" {
-		return c
-	}
-	return err.Error()
 }
 
 // markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark, once:

@@ -209,3 +209,54 @@ func decideUnreturned(op Operation, src *types.Snapshot, st velerov1.BackupStatu
 		id, op.VolumeID, TagRecorded, recordedPending)
 	return p, false
 }
+
+// copyOutcome is what a CopySnapshot answer means.
+type copyOutcome int
+
+const (
+	// copyMade: EC2 made the copy.
+	copyMade copyOutcome = iota
+	// copyMaybeMade: the request may have taken effect; EC2's listing tells.
+	copyMaybeMade
+	// copyQueued: EC2 made no copy now (no slot, throttled, credentials not ready, a share not
+	// visible yet); no copy into the target is asked for until the next listing.
+	copyQueued
+	// copyRefused: EC2 will not make it; the operation fails with why.
+	copyRefused
+)
+
+// copyAnswer is the decision on a CopySnapshot answer: its outcome, and why for a queued or
+// refused copy.
+type copyAnswer struct {
+	outcome copyOutcome
+	why     string
+}
+
+// decideCopyAnswer judges EC2's answer to the copy of source id into the target. A vault copy
+// EC2 says it cannot find is a share not visible to the vault account yet until EC2's listing
+// lag has passed since the source was first shared; after that, the vault credentials cannot
+// see the share.
+func decideCopyAnswer(tg target, id string, err error, sharedAt, now time.Time, listingLag time.Duration) copyAnswer {
+	switch {
+	case err == nil:
+		return copyAnswer{outcome: copyMade}
+	case ec2api.IsAmbiguous(err):
+		return copyAnswer{outcome: copyMaybeMade}
+	case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
+		return copyAnswer{outcome: copyQueued, why: "EC2 queued the copy: " + describeWait(err)}
+	case tg.vault() && ec2api.IsNotFound(err) && now.Sub(sharedAt) < listingLag:
+		return copyAnswer{outcome: copyQueued, why: fmt.Sprintf("the share of %s with account %s is not visible to the vault account yet", id, tg.account)}
+	case tg.vault() && ec2api.IsNotFound(err):
+		return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
+			"check that %s is the account of the vault credentials: %v", id, tg, tg.account, ConfigVaultAccountID, err)}
+	}
+	return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("%s of snapshot %s to %s refused: %v", tg.copyName(), id, tg, err)}
+}
+
+// describeWait names why EC2 made the plugin wait: its error code, or the credential failure.
+func describeWait(err error) string {
+	if c := ec2api.Code(err); c != "" {
+		return c
+	}
+	return err.Error()
+}
