@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,18 @@ type decideCfg struct {
 
 func (s settings) decideCfg() decideCfg {
 	return decideCfg{createWindow: s.createWindow(), listingLag: s.listingLag, notFoundGrace: s.notFoundGrace}
+}
+
+// lookup is what the places of an operation show of it.
+type lookup struct {
+	view *backupView
+	res  resolution
+	// recorded counts the distinct recorded sources of the backup listed in the places that
+	// answered; unnamed the snapshots of its name without its UID.
+	recorded, unnamed int
+	// waiting and refused are the failures of places that did not answer, transient or not.
+	waiting, refused []error
+	note, where      string
 }
 
 // decideUnresolved reports an operation whose snapshot the lookup did not resolve to one source:
@@ -259,4 +272,68 @@ func describeWait(err error) string {
 		return c
 	}
 	return err.Error()
+}
+
+// percent reads EC2's progress ("45%") as a number from 0 to 100.
+func percent(p *string) int64 {
+	n, err := strconv.Atoi(strings.TrimSuffix(aws.ToString(p), "%"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	if n > 100 {
+		return 100
+	}
+	return int64(n)
+}
+
+func progressText(p *string) string {
+	return strconv.FormatInt(percent(p), 10) + "%"
+}
+
+// decideSource reports the source's own phase, the first 100 units: settled when the source
+// failed (the operation fails) or is still pending; else its copies are reported next.
+func decideSource(op Operation, src *types.Snapshot, p velero.OperationProgress) (_ velero.OperationProgress, settled bool) {
+	srcID := aws.ToString(src.SnapshotId)
+	switch src.State {
+	case types.SnapshotStateError:
+		p.Completed = true
+		p.Err = fmt.Sprintf("snapshot %s of volume %s in %s failed: %s", srcID, op.VolumeID, op.Region, aws.ToString(src.StateMessage))
+		return p, true
+	case types.SnapshotStatePending:
+		p.NCompleted = percent(src.Progress)
+		p.Description = fmt.Sprintf("snapshot %s in %s: %s", srcID, op.Region, progressText(src.Progress))
+		return p, true
+	}
+	p.NCompleted = 100
+	return p, false
+}
+
+// decideReport reports an operation whose source completed from the phases of its copies, in
+// order: the first failed phase fails it (phases after it are zero); it completes only when
+// every phase is done.
+func decideReport(op Operation, srcID string, phases []phase, p velero.OperationProgress) velero.OperationProgress {
+	var waiting, done []string
+	for _, ph := range phases {
+		p.NCompleted += ph.units
+		if ph.err != "" {
+			p.Completed = true
+			p.Err = ph.err
+			return p
+		}
+		if ph.done {
+			done = append(done, ph.desc)
+		} else {
+			waiting = append(waiting, ph.desc)
+		}
+	}
+	if len(waiting) > 0 {
+		p.Description = strings.Join(waiting, "; ")
+		return p
+	}
+	p.Completed = true
+	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
+	if len(done) > 0 {
+		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
+	}
+	return p
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,18 +39,6 @@ type Tracker struct {
 // Locator (WithLocator) finds.
 func NewTracker(clients ec2api.Regional, opts ...Option) *Tracker {
 	return &Tracker{clients: clients, settings: newSettings(opts), views: map[viewKey]*backupView{}, slots: map[slotKey]*copySlots{}}
-}
-
-// lookup is what the places of an operation show of it.
-type lookup struct {
-	view *backupView
-	res  resolution
-	// recorded counts the distinct recorded sources of the backup listed in the places that
-	// answered; unnamed the snapshots of its name without its UID.
-	recorded, unnamed int
-	// waiting and refused are the failures of places that did not answer, transient or not.
-	waiting, refused []error
-	note, where      string
 }
 
 // Progress reports an operation. EC2 being slow, throttling or failing, and credentials that
@@ -161,42 +147,17 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	if now := v.sourceByID(srcID); now != nil { // as marked by the fill
 		src = now
 	}
-	switch src.State {
-	case types.SnapshotStateError:
-		p.Completed = true
-		p.Err = fmt.Sprintf("snapshot %s of volume %s in %s failed: %s", srcID, op.VolumeID, op.Region, aws.ToString(src.StateMessage))
-		return p
-	case types.SnapshotStatePending:
-		p.NCompleted = percent(src.Progress)
-		p.Description = fmt.Sprintf("snapshot %s in %s: %s", srcID, op.Region, progressText(src.Progress))
+	p, settled := decideSource(op, src, p)
+	if settled {
 		return p
 	}
-	p.NCompleted = 100
-	var waiting, done []string
+	phases := make([]phase, len(targets))
 	for i, tg := range targets {
-		ph := t.copyPhase(ctx, v, src, tg, fills[i])
-		p.NCompleted += ph.units
-		if ph.err != "" {
-			p.Completed = true
-			p.Err = ph.err
-			return p
-		}
-		if ph.done {
-			done = append(done, ph.desc)
-		} else {
-			waiting = append(waiting, ph.desc)
+		if phases[i] = t.copyPhase(ctx, v, src, tg, fills[i]); phases[i].err != "" {
+			break // the operation fails with it; no later phase is asked for
 		}
 	}
-	if len(waiting) > 0 {
-		p.Description = strings.Join(waiting, "; ")
-		return p
-	}
-	p.Completed = true
-	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
-	if len(done) > 0 {
-		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
-	}
-	return p
+	return decideReport(op, srcID, phases, p)
 }
 
 // Cancel stops the operation's copy for good. The source is marked first, so that no Progress
@@ -338,20 +299,4 @@ func (t *Tracker) accountSlots(ctx context.Context, place Place, tg target) (*co
 		return nil, err
 	}
 	return a, nil
-}
-
-// percent reads EC2's progress ("45%") as a number from 0 to 100.
-func percent(p *string) int64 {
-	n, err := strconv.Atoi(strings.TrimSuffix(aws.ToString(p), "%"))
-	if err != nil || n < 0 {
-		return 0
-	}
-	if n > 100 {
-		return 100
-	}
-	return int64(n)
-}
-
-func progressText(p *string) string {
-	return strconv.FormatInt(percent(p), 10) + "%"
 }
