@@ -337,3 +337,61 @@ func decideReport(op Operation, srcID string, phases []phase, p velero.Operation
 	}
 	return p
 }
+
+// copyDecision is what the copy of a completed source into a target comes to: a phase to
+// report, a failure (fail), or a vault copy whose steps are to be taken (vaultCopy).
+type copyDecision struct {
+	phase     phase
+	fail      string
+	vaultCopy *types.Snapshot
+}
+
+// decideCopyPhase decides the copy of a completed source into the target from the view and
+// what starting copies found.
+func decideCopyPhase(v *backupView, src *types.Snapshot, tg target, f fill, now time.Time, listingLag time.Duration, copyLimit int) copyDecision {
+	srcID := aws.ToString(src.SnapshotId)
+	wait := func(format string, args ...any) copyDecision {
+		return copyDecision{phase: phase{desc: fmt.Sprintf(format, args...)}}
+	}
+	if tg.vault() && v.place.Vault == nil {
+		return wait("waiting for credentials in vault account %s: location %q names none the plugin can read (%s or %s)",
+			tg.account, v.place.Location, ConfigVaultCredentialSecret, ConfigVaultProfile)
+	}
+	switch {
+	case f.vault.wrong != "":
+		return copyDecision{fail: f.vault.wrong}
+	case f.vault.wait != "":
+		return wait("%s", f.vault.wait)
+	}
+	cp := v.copyOf(tg, srcID)
+	switch {
+	case cp == nil && v.refusal(tg, srcID) != "":
+		return copyDecision{fail: v.refusal(tg, srcID)}
+	case cp == nil && tagValue(src.Tags, TagDeletionRequestedAt) != "":
+		return wait("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.copyName(), tg)
+	case cp == nil && v.timedOut(src, now):
+		return wait("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.copyName(), tg)
+	case cp == nil && f.err != nil:
+		return wait("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))
+	case cp == nil && v.recentlyRequested(src, tg, now, listingLag):
+		return wait("%s of %s to %s requested; waiting for EC2 to list it", tg.copyName(), srcID, tg)
+	case cp == nil:
+		return wait("%s", slotWait(v, f.slots, srcID, tg, now, copyLimit))
+	case cp.State == types.SnapshotStateError:
+		return copyDecision{fail: fmt.Sprintf("%s %s of snapshot %s to %s failed: %s%s", tg.copyName(), aws.ToString(cp.SnapshotId), srcID, tg, aws.ToString(cp.StateMessage), keyHint(src, tg))}
+	case tg.vault():
+		return copyDecision{vaultCopy: cp}
+	case cp.State == types.SnapshotStatePending:
+		return copyDecision{phase: phase{units: percent(cp.Progress), desc: fmt.Sprintf("copy %s to %s: %s", aws.ToString(cp.SnapshotId), tg, progressText(cp.Progress))}}
+	}
+	return copyDecision{phase: phase{units: 100, done: true, desc: fmt.Sprintf("copy %s in %s", aws.ToString(cp.SnapshotId), tg)}}
+}
+
+// keyHint names the source's KMS key when a vault copy of it failed: the vault account may not
+// be allowed to use it.
+func keyHint(src *types.Snapshot, tg target) string {
+	if !tg.vault() || aws.ToString(src.KmsKeyId) == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (the source is encrypted with KMS key %s: its key policy must let account %s use it, see the README)", aws.ToString(src.KmsKeyId), tg.account)
+}
