@@ -395,3 +395,51 @@ func keyHint(src *types.Snapshot, tg target) string {
 	}
 	return fmt.Sprintf(" (the source is encrypted with KMS key %s: its key policy must let account %s use it, see the README)", aws.ToString(src.KmsKeyId), tg.account)
 }
+
+// vaultDecision is the next step on a vault copy: lock it (lock), remove its source's share
+// (unshare), or neither, and then report phase.
+type vaultDecision struct {
+	phase    phase
+	lock     *Lock
+	unshare  bool
+	lockNote string
+}
+
+// decideVaultSteps decides the next step on a vault copy EC2 lists: it is locked when the
+// source asks for a lock, as soon as EC2 lists it as the vault account's (EC2 starts the
+// lock's duration when the copy completes), and once it is completed the source's share is
+// removed, each while the description's time for EC2 requests lasts. The phase is done only
+// when all of that is.
+func decideVaultSteps(v *backupView, src *types.Snapshot, tg target, cp *types.Snapshot) vaultDecision {
+	cpID := aws.ToString(cp.SnapshotId)
+	d := vaultDecision{phase: phase{units: percent(cp.Progress) * vaultCopyUnits / 100}}
+	if l, want := parseLockTag(tagValue(src.Tags, TagVaultLock)); want {
+		switch {
+		case locked(v.lockState(cpID)):
+			d.lockNote = fmt.Sprintf(", locked (%s, %d days)", l.Mode, l.Days)
+		case aws.ToString(cp.OwnerId) != tg.account: // just made: locked once EC2 lists it in the vault account
+			d.phase.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting for EC2 to list it in the vault account to lock it", cpID, tg, progressText(cp.Progress))
+			return d
+		case v.fillTimeLeft() <= 0:
+			d.phase.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting to lock it: %s", cpID, tg, progressText(cp.Progress), budgetSpent)
+			return d
+		default:
+			d.lock = &l
+			return d
+		}
+	}
+	if cp.State == types.SnapshotStatePending {
+		d.phase.desc = fmt.Sprintf("vault copy %s in %s: %s%s", cpID, tg, progressText(cp.Progress), d.lockNote)
+		return d
+	}
+	d.phase.units = vaultCopyUnits + vaultStepUnits
+	switch {
+	case tagValue(src.Tags, TagVaultSharedAt) != "" && v.fillTimeLeft() <= 0:
+		d.phase.desc = fmt.Sprintf("vault copy %s in %s completed%s; waiting to remove the share of %s: %s", cpID, tg, d.lockNote, aws.ToString(src.SnapshotId), budgetSpent)
+	case tagValue(src.Tags, TagVaultSharedAt) != "":
+		d.unshare = true
+	default:
+		d.phase = phase{units: 100, done: true, desc: fmt.Sprintf("vault copy %s in %s%s", cpID, tg, d.lockNote)}
+	}
+	return d
+}
