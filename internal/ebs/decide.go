@@ -172,21 +172,22 @@ func decideCancel(v *backupView, src *types.Snapshot) []cancelStep {
 // locations that may have taken it and why no copy exists; "" otherwise (a backup that names
 // no location of this plugin is left alone).
 func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string) string {
-	if len(pl.asks) == 0 || !slices.Contains(backupLocations, pl.Location) || len(targetsOf(src)) > 0 {
-		return ""
-	}
 	for _, t := range src.Tags {
 		if strings.HasPrefix(aws.ToString(t.Key), tagPrefix) {
-			return ""
+			return "" // this plugin's snapshot
 		}
+	}
+	wanted := configTargets(pl.Config)
+	if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {
+		return ""
 	}
 	others := slices.DeleteFunc(slices.Clone(backupLocations), func(n string) bool { return n == pl.Location })
 	took := "another VolumeSnapshotLocation"
 	if len(others) > 0 {
 		took = "VolumeSnapshotLocation " + strings.Join(others, " or ")
 	}
-	asks := make([]string, len(pl.asks))
-	for i, tg := range pl.asks {
+	asks := make([]string, len(wanted))
+	for i, tg := range wanted {
 		asks[i] = tg.copyName() + " to " + tg.String()
 	}
 	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of %s's tags), so it has no %s that %s asks for: "+
@@ -442,4 +443,21 @@ func decideVaultSteps(v *backupView, src *types.Snapshot, tg target, cp *types.S
 		d.phase = phase{units: 100, done: true, desc: fmt.Sprintf("vault copy %s in %s%s", cpID, tg, d.lockNote)}
 	}
 	return d
+}
+
+// configTargets are the copies a location's config asks for; none when it does not parse (the
+// volume snapshotter then refuses it, naming the error).
+func configTargets(m map[string]string) []target {
+	cfg, err := ParseConfig(m)
+	if err != nil {
+		return nil
+	}
+	var out []target
+	if cfg.CopyToRegion != "" {
+		out = append(out, target{region: cfg.CopyToRegion})
+	}
+	if cfg.Vault.Enabled() {
+		out = append(out, target{account: cfg.Vault.AccountID, region: cfg.Vault.Region})
+	}
+	return out
 }

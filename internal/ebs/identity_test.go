@@ -368,7 +368,7 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			f := newFixture(t)
 			f.src().add(tt.snap)
 			f.serveTracker(nil)
-			loc := placesOf{{Location: "async", Clients: f.clients(), asks: configTargets(map[string]string{ConfigRegion: srcRegion, ConfigCopyToRegion: dstRegion})}}
+			loc := placesOf{{Location: "async", Clients: f.clients(), Config: map[string]string{ConfigRegion: srcRegion, ConfigCopyToRegion: dstRegion}}}
 			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1)
 			backup.Spec.VolumeSnapshotLocations = tt.locations
 			p, err := f.tracker(WithLocator(loc)).Progress(context.Background(), pvOp(volA, "pv-1"), backup)

@@ -24,9 +24,9 @@ type Place struct {
 	// VaultIdentity names the account of the vault credentials, as STS says; nil when it is not
 	// checked. Nothing is shared with the vault before it confirms the vault account.
 	VaultIdentity func(ctx context.Context) (string, error)
-	// asks are the copies the location's config asks for (its copyToRegion, its vault); nil when
-	// not known.
-	asks []target
+	// Config is the location's config as Velero passes it to the volume snapshotter; nil when
+	// not known. The copies it asks for are expected of the location's snapshots.
+	Config map[string]string
 }
 
 // clientsFor returns the clients of the target's account: the vault's for a vault, the
@@ -99,7 +99,7 @@ func (l resolvedLocator) RestorePlaces(ctx context.Context, restore *velerov1.Re
 func (l resolvedLocator) places(c location.Choice, region string) []Place {
 	out := make([]Place, 0, len(c.Locations))
 	for _, loc := range c.Locations {
-		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note, asks: configTargets(loc.Config)}
+		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note, Config: loc.Config}
 		if loc.Vault != nil {
 			creds := *loc.Vault
 			p.Vault = l.clients.ForCredentials(creds)
@@ -109,23 +109,6 @@ func (l resolvedLocator) places(c location.Choice, region string) []Place {
 			}
 		}
 		out = append(out, p)
-	}
-	return out
-}
-
-// configTargets are the copies a location's config asks for; none when it does not parse (the
-// volume snapshotter then refuses it, naming the error).
-func configTargets(m map[string]string) []target {
-	cfg, err := ParseConfig(m)
-	if err != nil {
-		return nil
-	}
-	var out []target
-	if cfg.CopyToRegion != "" {
-		out = append(out, target{region: cfg.CopyToRegion})
-	}
-	if cfg.Vault.Enabled() {
-		out = append(out, target{account: cfg.Vault.AccountID, region: cfg.Vault.Region})
 	}
 	return out
 }
