@@ -26,6 +26,11 @@ const percentUnits = "%"
 // every copy slot of a destination busy, and keeps no state that matters across calls: each
 // backup's snapshots are described at most once per cache lifetime and shared by every
 // operation of that backup, and so are the account's copies in flight into a destination.
+//
+// Each Progress and Cancel reads EC2 through those cached descriptions, decides with the pure
+// functions of decide.go (of what it read, the operation, Velero's record of the backup, the
+// settings and the time) what to report and which requests to make, then makes them within the
+// description's time budget.
 type Tracker struct {
 	clients ec2api.Regional
 	settings
