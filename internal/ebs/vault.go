@@ -188,7 +188,8 @@ func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg target, c
 
 // checkVaultAccount confirms that the view's vault credentials are the target's vault
 // account's: they list no snapshot another account owns, and STS names the vault account,
-// when the place can ask.
+// when the place can ask (once per description: a failure is not asked again by every
+// operation of a reconcile).
 func (t *Tracker) checkVaultAccount(ctx context.Context, v *backupView, tg target) vaultCheck {
 	if owner := v.stranger(tg); owner != "" {
 		return vaultCheck{wrong: wrongVaultAccount(tg, owner)}
@@ -196,6 +197,11 @@ func (t *Tracker) checkVaultAccount(ctx context.Context, v *backupView, tg targe
 	if v.place.VaultIdentity == nil || v.place.Vault == nil {
 		return vaultCheck{}
 	}
+	if c, ok := v.vaultChecked(tg); ok {
+		return c
+	}
 	account, err := v.place.VaultIdentity(ctx)
-	return decideVaultAccount(tg, account, err)
+	c := decideVaultAccount(tg, account, err)
+	v.recordVaultCheck(tg, c)
+	return c
 }

@@ -35,6 +35,7 @@ type backupView struct {
 	copies    map[target]map[string][]types.Snapshot // target -> source ID -> copies
 	locks     map[string]types.LockState             // vault copy ID -> its lock's state, when locked
 	strangers map[target]string                      // vault -> another account owning what the vault credentials list
+	checks    map[target]vaultCheck                  // vault -> what confirming its credentials' account decided, this description
 	pending   map[target]int                         // target -> copies still pending
 	finished  map[target][]time.Time                 // target -> start times of the copies no longer pending, earliest first
 	queue     *copyQueue                             // the sources that may await a copy
@@ -115,6 +116,7 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 		}
 	}
 	v.sources, v.copies, v.locks, v.strangers, v.fillSpent = sources, copies, locks, strangers, 0
+	v.checks = map[target]vaultCheck{}
 	v.index()
 	now := v.clock.Now()
 	for tg, ids := range v.requested {
@@ -326,6 +328,17 @@ func (v *backupView) refuse(tg target, id, why string) {
 // stranger is the account, not the vault's, owning snapshots the vault credentials list as the
 // backup's vault copies; "" when there is none.
 func (v *backupView) stranger(tg target) string { return v.strangers[tg] }
+
+// vaultChecked returns what confirming the vault credentials' account decided since the last
+// description, if it was asked.
+func (v *backupView) vaultChecked(tg target) (vaultCheck, bool) {
+	c, ok := v.checks[tg]
+	return c, ok
+}
+
+// recordVaultCheck records what confirming the vault credentials' account decided, so that the
+// other operations of a reconcile hear the same answer instead of each asking STS again.
+func (v *backupView) recordVaultCheck(tg target, c vaultCheck) { v.checks[tg] = c }
 
 // recordLock records the state of a vault copy's lock EC2 just reported.
 func (v *backupView) recordLock(copyID string, state types.LockState) { v.locks[copyID] = state }
