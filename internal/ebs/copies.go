@@ -27,7 +27,8 @@ const maxDescriptionLen = 255
 // copies in flight fill every slot: then EC2 is not asked). Each batch is first marked on its sources (one CreateTags), so a restarted
 // plugin that cannot see a just-made copy yet waits for it instead of copying again; a source EC2
 // will not mark, or whose deletion has begun, is left out of the batch. A vault copy's source is
-// shared with the vault account first, and copied with the vault's credentials.
+// shared with the vault account first (the report asks only once the vault credentials'
+// account is confirmed), and copied with the vault's credentials.
 //
 // Between backups waiting at once, free slots go first come, first served: the backup whose
 // Progress call finds them takes as many as it has sources ready. Which other backups wait is
