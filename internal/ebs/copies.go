@@ -3,6 +3,7 @@ package ebs
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,7 +27,8 @@ const maxDescriptionLen = 255
 // copies in flight fill every slot: then EC2 is not asked). Each batch is first marked on its sources (one CreateTags), so a restarted
 // plugin that cannot see a just-made copy yet waits for it instead of copying again; a source EC2
 // will not mark, or whose deletion has begun, is left out of the batch. A vault copy's source is
-// shared with the vault account first, and copied with the vault's credentials.
+// shared with the vault account first (the report asks only once the vault credentials'
+// account is confirmed), and copied with the vault's credentials.
 //
 // Between backups waiting at once, free slots go first come, first served: the backup whose
 // Progress call finds them takes as many as it has sources ready. Which other backups wait is
@@ -81,27 +83,20 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		}
 		in := copyInput(s, v.region, tg)
 		out, err := dst.CopySnapshot(ctx, in, ec2api.Bounded, ec2api.RetryThrottlingOnly)
-		switch {
-		case err == nil:
+		switch d := decideCopyAnswer(tg, id, err, sharedAt(s), t.clock.Now(), t.listingLag); d.outcome {
+		case copyMade:
 			v.recordCopy(tg, s, aws.ToString(out.SnapshotId), in.TagSpecifications[0].Tags, now)
 			a.started(id, now)
 			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, tg, aws.ToString(out.SnapshotId))
-		case ec2api.IsAmbiguous(err):
+		case copyMaybeMade:
 			v.markRequested(tg, id, now)
 			a.started(id, now)
 			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, tg)
-		case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
-			a.queue(fmt.Errorf("EC2 queued the copy: %s", describeWait(err)))
-			unmark = append(unmark, id)
-		case tg.vault() && ec2api.IsNotFound(err) && t.clock.Since(sharedAt(s)) < t.listingLag:
-			a.queue(fmt.Errorf("the share of %s with account %s is not visible to the vault account yet", id, tg.account))
-			unmark = append(unmark, id)
-		case tg.vault() && ec2api.IsNotFound(err):
-			v.refuse(tg, id, fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
-				"check that %s is the account of the vault credentials: %v", id, tg, tg.account, ConfigVaultAccountID, err))
+		case copyQueued:
+			a.queue(errors.New(d.why))
 			unmark = append(unmark, id)
 		default:
-			v.refuse(tg, id, fmt.Sprintf("%s of snapshot %s to %s refused: %v", tg.copyName(), id, tg, err))
+			v.refuse(tg, id, d.why)
 			unmark = append(unmark, id)
 		}
 	}
@@ -112,50 +107,40 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 	return a, shareErr
 }
 
-// describeWait names why EC2 made the plugin wait: its error code, or the credential failure.
-func describeWait(err error) string {
-	if c := ec2api.Code(err); c != "" {
-		return c
-	}
-	return err.Error()
-}
-
-// markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark) on
-// the batch's sources with one CreateTags, then re-reads them so that a source whose deletion
-// began meanwhile is not copied (a deletion marks the source before it looks for copies;
-// whichever marks first is seen by the other). When EC2 refuses to mark the whole batch, each
-// source is marked on its own, and only those EC2 refuses fail: one snapshot that cannot be
-// tagged holds up no other.
+// markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark, once:
+// its time is when the source was first shared, so that a vault account that cannot see the
+// share is told after the listing lag) on the batch's sources with one CreateTags per set of
+// marks, then re-reads them so that a source whose deletion began meanwhile is not copied (a
+// deletion marks the source before it looks for copies; whichever marks first is seen by the
+// other). When EC2 refuses to mark the whole batch, each source is marked on its own, and only
+// those EC2 refuses fail: one snapshot that cannot be tagged holds up no other.
 func (t *Tracker) markForCopy(ctx context.Context, src ec2api.EC2, v *backupView, batch []types.Snapshot, tg target, requestedAt string) ([]types.Snapshot, error) {
-	ids := make([]string, len(batch))
-	for i, s := range batch {
-		ids[i] = aws.ToString(s.SnapshotId)
-	}
-	marks := map[string]string{tg.requestedTag(): requestedAt}
-	if tg.vault() {
-		marks[TagVaultSharedAt] = requestedAt
-	}
-	err := t.tag(ctx, src, ids, marks)
-	switch {
-	case err != nil && ec2api.IsTransient(err):
-		return nil, fmt.Errorf("marking copy requests: %w", err)
-	case err != nil && len(ids) == 1:
-		v.refuse(tg, ids[0], fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", ids[0], tg.copyName(), tg, err))
-		return nil, nil
-	case err != nil:
-		var kept []string
-		for _, id := range ids {
-			switch err := t.tag(ctx, src, []string{id}, marks); {
-			case err == nil:
-				kept = append(kept, id)
-			case !ec2api.IsTransient(err):
-				v.refuse(tg, id, fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", id, tg.copyName(), tg, err))
-			}
+	var firstShare, again []string
+	for _, s := range batch {
+		id := aws.ToString(s.SnapshotId)
+		if tg.vault() && tagValue(s.Tags, TagVaultSharedAt) == "" {
+			firstShare = append(firstShare, id)
+		} else {
+			again = append(again, id)
 		}
-		ids = kept
 	}
-	for k, val := range marks {
-		v.setTag(ids, k, val)
+	var ids []string
+	for _, group := range []struct {
+		ids   []string
+		marks map[string]string
+	}{
+		{firstShare, map[string]string{tg.requestedTag(): requestedAt, TagVaultSharedAt: requestedAt}},
+		{again, map[string]string{tg.requestedTag(): requestedAt}},
+	} {
+		if len(group.ids) == 0 {
+			continue
+		}
+		kept, err := t.markGroup(ctx, src, v, group.ids, tg, group.marks)
+		if err != nil {
+			t.unmark(ctx, src, v, tg, ids)
+			return nil, err
+		}
+		ids = append(ids, kept...)
 	}
 	if len(ids) == 0 {
 		return nil, nil
@@ -184,6 +169,34 @@ func (t *Tracker) markForCopy(ctx context.Context, src ec2api.EC2, v *backupView
 	v.setTag(gone, TagDeletionRequestedAt, "deleting")
 	t.unmark(ctx, src, v, tg, gone)
 	return marked, nil
+}
+
+// markGroup writes marks on the sources with these IDs and returns those marked; a transient
+// failure of the whole request is returned, a refusal recorded per source.
+func (t *Tracker) markGroup(ctx context.Context, src ec2api.EC2, v *backupView, ids []string, tg target, marks map[string]string) ([]string, error) {
+	err := t.tag(ctx, src, ids, marks)
+	switch {
+	case err != nil && ec2api.IsTransient(err):
+		return nil, fmt.Errorf("marking copy requests: %w", err)
+	case err != nil && len(ids) == 1:
+		v.refuse(tg, ids[0], fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", ids[0], tg.copyName(), tg, err))
+		return nil, nil
+	case err != nil:
+		var kept []string
+		for _, id := range ids {
+			switch err := t.tag(ctx, src, []string{id}, marks); {
+			case err == nil:
+				kept = append(kept, id)
+			case !ec2api.IsTransient(err):
+				v.refuse(tg, id, fmt.Sprintf("marking snapshot %s for its %s to %s refused: %v", id, tg.copyName(), tg, err))
+			}
+		}
+		ids = kept
+	}
+	for k, val := range marks {
+		v.setTag(ids, k, val)
+	}
+	return ids, nil
 }
 
 // tag sets tags on snapshots.

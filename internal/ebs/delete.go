@@ -173,7 +173,7 @@ func agreedSourceRegion(copies []foundSnapshot) string {
 func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]foundSnapshot, error) {
 	tags := tagMap(src.Tags)
 	token := tags[TagCreateToken]
-	if tags[TagRecorded] == "" || token == "" {
+	if tags[TagRecorded] != recordedTrue || token == "" {
 		return nil, nil
 	}
 	c, err := s.clients(ctx, source.region)

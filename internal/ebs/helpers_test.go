@@ -110,6 +110,8 @@ type region struct {
 	locks     map[string]types.LockState // snapshot ID -> its lock, answered by serveDelete's DescribeLockedSnapshots
 	// beforeDescribe, when set, runs (with mu held) before DescribeSnapshot call n (from 0) is answered.
 	beforeDescribe func(n int)
+	// onDelete, when set, runs (with mu held) before each DeleteSnapshot is answered.
+	onDelete func()
 }
 
 func (r *region) add(s ...types.Snapshot) {
@@ -200,6 +202,9 @@ func (r *region) serveDelete() {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			id := aws.ToString(in.SnapshotId)
+			if r.onDelete != nil {
+				r.onDelete()
+			}
 			r.deleted = append(r.deleted, id)
 			if err := r.deleteErr[id]; err != nil {
 				return nil, err

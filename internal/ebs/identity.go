@@ -40,6 +40,51 @@ func (id backupIdentity) hasUID(s *types.Snapshot) bool {
 	return id.uid != "" && tagMap(s.Tags)[TagBackupUID] == id.uid
 }
 
+// Values of TagRecorded.
+const (
+	recordedPending  = "pending"
+	recordedTrue     = "true"
+	recordedReturned = "returned"
+)
+
+// returned reports whether s is marked as returned to Velero by its CreateSnapshot call.
+func returned(s *types.Snapshot) bool {
+	v := tagValue(s.Tags, TagRecorded)
+	return v == recordedTrue || v == recordedReturned
+}
+
+// unreturned reports whether s is marked as not returned to Velero (yet): its CreateSnapshot
+// call was under way, returned an error, or was cut off. Snapshots of earlier releases carry no
+// such mark.
+func unreturned(s *types.Snapshot) bool { return tagValue(s.Tags, TagRecorded) == recordedPending }
+
+// sourceKey names one recorded source of a backup: core makes one CreateSnapshot call per PV,
+// and a PV is on one volume.
+type sourceKey struct{ pv, volume string }
+
+func sourceKeyOf(s *types.Snapshot) sourceKey {
+	return sourceKey{pv: tagValue(s.Tags, TagPV), volume: aws.ToString(s.VolumeId)}
+}
+
+// recordedSources counts the distinct recorded sources of this backup among snaps: one per PV
+// and volume of the snapshots carrying the backup's UID and not marked unreturned, so that the
+// other snapshots of one CreateSnapshot call count once, and a snapshot whose call returned an
+// error to Velero not at all. Snapshots of the backup's name without its UID (the upstream
+// plugin's, a lost handoff, or another install's backup of the same name) are not evidence of
+// this backup's; unnamed counts them, for messages.
+func (id backupIdentity) recordedSources(snaps []*types.Snapshot) (recorded, unnamed int) {
+	seen := map[sourceKey]bool{}
+	for _, s := range snaps {
+		switch {
+		case id.hasUID(s) && !unreturned(s):
+			seen[sourceKeyOf(s)] = true
+		case tagValue(s.Tags, TagBackupUID) == "" && id.owns(s):
+			unnamed++
+		}
+	}
+	return len(seen), unnamed
+}
+
 // resolution is which of a volume's snapshots an operation follows.
 type resolution struct {
 	// source is the snapshot Velero recorded; nil when none can be told.
@@ -91,7 +136,7 @@ func resolve(cands []types.Snapshot, issued time.Time) resolution {
 	}
 	var marked, after []int
 	for i := range cands {
-		if tagMap(cands[i].Tags)[TagRecorded] != "" {
+		if returned(&cands[i]) {
 			marked = append(marked, i)
 		}
 		if !aws.ToTime(cands[i].StartTime).Before(issued) {

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/golang/mock/gomock"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -69,6 +72,13 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 		{name: "an operation of the previous release (v1 ID, no PV)", op: opID(volA), backup: started,
 			east: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-1"), withoutUID())},
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		// Before create tokens existed: neither snapshot carries one, so neither is the other's stray.
+		{name: "two static PVs on one EBS volume across the upgrade: the other PV's snapshot is kept", op: opID(volA), backup: started,
+			east: []types.Snapshot{
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-1"), withoutUID(), startedAt(-30*time.Second)),
+				snapshot("snap-0000000b", volA, types.SnapshotStateCompleted, withTags(TagPV, "pv-2"), withoutUID(), startedAt(2*time.Second)),
+			},
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000b in us-east-1 completed"}},
 		{name: "an operation of the previous release ignores an older backup's snapshot", op: opID(volA), backup: started,
 			east: []types.Snapshot{snapshot("snap-0000001d", volA, types.SnapshotStateCompleted, startedAt(-time.Hour), withoutUID())},
 			want: want{desc: "waiting for EC2 to list the snapshot"}},
@@ -228,3 +238,191 @@ func TestProgressFillBudget(t *testing.T) {
 }
 
 func tagOf(k, v string) types.Tag { t := types.Tag{}; t.Key, t.Value = &k, &v; return t }
+
+// A Cancel whose cancelled mark EC2 will not write (throttled past the SDK's retries) still
+// leaves the source uncopyable: a fresh plugin process's fill never copies a source whose
+// operation is past Velero's item-operation timeout.
+func TestCancelThatCannotMarkTheSourceLeavesItUncopyable(t *testing.T) {
+	f := newFixture(t)
+	a := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	b := snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, toDest(), startedAt(time.Hour))
+	f.src().add(a, b)
+	f.tagRefusals = map[string]error{"snap-0000000a": httpErr(503, ec2api.CodeRequestLimitExceeded)}
+	m := f.serveTracker(nil)
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 2)
+	backup.Spec.ItemOperationTimeout = metav1.Duration{Duration: 4 * time.Hour}
+	f.clk.Step(4*time.Hour + 2*time.Minute) // Velero's timeout of the first operation
+	err := f.tracker().Cancel(context.Background(), opID(volA), backup)
+	wantErr(t, err, "marking snapshot snap-0000000a as cancelled")
+	p, err := f.tracker().Progress(context.Background(), opID(volN(2)), backup)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c0000001"})
+	for _, in := range m.copies {
+		if *in.SourceSnapshotId == "snap-0000000a" {
+			t.Errorf("the cancelled operation's source was copied")
+		}
+	}
+	p, err = f.tracker().Progress(context.Background(), opID(volA), backup)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "Velero's item-operation timeout has passed for snapshot snap-0000000a"})
+}
+
+// Many operations time out in one reconcile: each Cancel marks its source, and pending copies
+// are deleted only while the reconcile's time for EC2 requests lasts; the rest are left to
+// complete (the backup's deletion deletes them) and Cancel says so.
+func TestCancelsOfOneReconcileStayWithinItsTimeBudget(t *testing.T) {
+	f := newFixture(t)
+	const n = 10
+	for i := 0; i < n; i++ {
+		s := snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest())
+		f.src().add(s)
+		f.dst().add(copyOfSnap(fmt.Sprintf("snap-c%07x", i), s, types.SnapshotStatePending))
+	}
+	m := f.serveTracker(nil)
+	f.dst().onDelete = func() { f.clk.Step(500 * time.Millisecond) }
+	tr := f.tracker()
+	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, n)
+	left := 0
+	for i := 0; i < n; i++ {
+		if err := tr.Cancel(context.Background(), opID(volN(i)), backup); err != nil {
+			if !strings.Contains(err.Error(), "left to complete") {
+				t.Errorf("Cancel %d: %v", i, err)
+			}
+			left++
+		}
+	}
+	if got := m.count("CreateTags"); got != n {
+		t.Errorf("%d sources marked cancelled, want all %d", got, n)
+	}
+	if d := len(f.dst().deleted); d+left != n || d > int(fillBudget/(500*time.Millisecond))+1 {
+		t.Errorf("%d pending copies deleted, %d left: want deletions only within the %s budget", d, left, fillBudget)
+	}
+}
+
+// Cancel of an operation whose vault copy is locked while still pending: the share is removed,
+// the locked copy is left to complete (EC2 would refuse to delete it, and it is the backup's),
+// and Cancel reports no error.
+func TestCancelKeepsALockedPendingVaultCopy(t *testing.T) {
+	const vaultAcct = "222222222222"
+	f := newFixture(t)
+	src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted,
+		withTags(TagVaultAccount, vaultAcct, TagVaultRegion, dstRegion, TagVaultLock, "governance:1", TagVaultSharedAt, t0.Format(time.RFC3339)))
+	cp := copyOfSnap("snap-0000000b", src, types.SnapshotStatePending, progress("40%"))
+	setTag(&cp, TagVaultLock, "governance:1")
+	cp.OwnerId = aws.String(vaultAcct)
+	f.src().add(src)
+	f.dst().add(cp)
+	f.dst().locks["snap-0000000b"] = types.LockStateGovernance
+	f.serveTracker(nil)
+	var unshared []string
+	f.src().m.EXPECT().ModifySnapshotAttribute(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+		func(_ context.Context, in *ec2.ModifySnapshotAttributeInput, _ ...func(*ec2.Options)) (*ec2.ModifySnapshotAttributeOutput, error) {
+			if in.CreateVolumePermission.Remove != nil {
+				unshared = append(unshared, aws.ToString(in.SnapshotId))
+			}
+			return &ec2.ModifySnapshotAttributeOutput{}, nil
+		})
+	tr := f.tracker(WithVaultClients(f.clients()))
+	if err := tr.Cancel(context.Background(), opID(volA), inProgress); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if len(f.dst().deleted)+len(f.src().deleted) != 0 {
+		t.Errorf("deleted %v and %v; the locked vault copy and the source stay", f.dst().deleted, f.src().deleted)
+	}
+	if fmt.Sprint(unshared) != "[snap-0000000a]" {
+		t.Errorf("shares removed %v, want the source's", unshared)
+	}
+}
+
+// placesOf is a Locator finding every operation in its places.
+type placesOf []Place
+
+func (l placesOf) BackupPlaces(context.Context, *velerov1.Backup, string) ([]Place, error) {
+	return l, nil
+}
+
+func (l placesOf) RestorePlaces(context.Context, *velerov1.Restore, string) ([]Place, error) {
+	return l, nil
+}
+
+// An EBS volume snapshotted through another provider's location (the upstream plugin's) in a
+// backup that names this plugin's location with copyToRegion: the operation fails naming the
+// location that took the snapshot and why no copy exists. A backup that names no location of
+// this plugin is left alone.
+func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T) {
+	upstream := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withoutUID(), withTags(TagPV, "pv-1"))
+	own := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1"))
+	tests := []struct {
+		name      string
+		locations []string
+		snap      types.Snapshot
+		want      want
+	}{
+		{name: "the backup names this plugin's location with a copy region", locations: []string{"aws-default", "async"}, snap: upstream,
+			want: want{completed: true, errTxt: "snapshot snap-0000000a of volume " + volA + " was taken through VolumeSnapshotLocation aws-default, not through this plugin's location async"}},
+		{name: "the backup names no location of this plugin", locations: []string{"aws-default"}, snap: upstream,
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		{name: "this plugin's snapshot", locations: []string{"aws-default", "async"}, snap: own,
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.snap)
+			f.serveTracker(nil)
+			loc := placesOf{{Location: "async", Clients: f.clients(), Config: map[string]string{ConfigRegion: srcRegion, ConfigCopyToRegion: dstRegion}}}
+			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1)
+			backup.Spec.VolumeSnapshotLocations = tt.locations
+			p, err := f.tracker(WithLocator(loc)).Progress(context.Background(), pvOp(volA, "pv-1"), backup)
+			checkProgress(t, p, err, tt.want)
+			if tt.want.errTxt != "" && !strings.Contains(p.Err, "no copy to us-west-2") {
+				t.Errorf("error %q does not say which copy is missing", p.Err)
+			}
+		})
+	}
+}
+
+// A snapshot whose CreateSnapshot returned an error to Velero (it took effect, but its answer
+// was lost and EC2 could not be asked for the create patience, or the plugin was killed mid-call)
+// stays marked pending: Velero records no snapshot and its deletion skips it. It is never
+// copied, and the operation Execute opened for its PV deletes it once the create window has
+// passed, failing with the reason.
+func TestASnapshotVeleroRecordedAsFailedIsDeletedNotCopied(t *testing.T) {
+	tests := []struct {
+		name               string
+		elapsed            time.Duration
+		attempted, records int
+		want               want
+		wantGone           []string
+	}{
+		{name: "while its CreateSnapshot may be under way", elapsed: time.Minute, attempted: 2, records: 1,
+			want: want{desc: "snapshot snap-0000000a in us-east-1: 100%; waiting for CreateSnapshot to return it to Velero"}},
+		{name: "Velero recorded it as failed", elapsed: 12 * time.Minute, attempted: 2, records: 1, wantGone: []string{"snap-0000000a"},
+			want: want{completed: true, errTxt: "CreateSnapshot of volume " + volA + " returned an error to Velero, which recorded no snapshot of it (1 of 2 attempted native snapshots failed); snapshot snap-0000000a it made all the same is deleted"}},
+		{name: "Velero records no failure", elapsed: 12 * time.Minute, attempted: 2, records: 2,
+			want: want{completed: true, errTxt: "neither copied nor deleted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(
+				snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1", TagCreateToken, "t1", TagRecorded, recordedPending)),
+				snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, toDest(TagPV, "pv-2", TagCreateToken, "t2", TagRecorded, recordedReturned)))
+			m := f.serveTracker(nil)
+			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, tt.records)
+			backup.Status.VolumeSnapshotsAttempted = tt.attempted
+			f.clk.Step(tt.elapsed)
+			tr := f.tracker()
+			p, err := tr.Progress(context.Background(), pvOp(volN(2), "pv-2"), backup)
+			checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c0000001"})
+			p, err = tr.Progress(context.Background(), pvOp(volA, "pv-1"), backup)
+			checkProgress(t, p, err, tt.want)
+			for _, in := range m.copies {
+				if *in.SourceSnapshotId == "snap-0000000a" {
+					t.Errorf("the snapshot Velero did not record was copied")
+				}
+			}
+			if fmt.Sprint(f.src().deleted) != fmt.Sprint(tt.wantGone) && len(f.src().deleted)+len(tt.wantGone) > 0 {
+				t.Errorf("deleted %v, want %v", f.src().deleted, tt.wantGone)
+			}
+		})
+	}
+}

@@ -21,6 +21,12 @@ type Place struct {
 	// Vault reaches EC2 with the credentials of the location's vault account; nil when the
 	// location has none.
 	Vault ec2api.Regional
+	// VaultIdentity names the account of the vault credentials, as STS says; nil when it is not
+	// checked. Nothing is shared with the vault before it confirms the vault account.
+	VaultIdentity func(ctx context.Context) (string, error)
+	// Config is the location's config as Velero passes it to the volume snapshotter; nil when
+	// not known. The copies it asks for are expected of the location's snapshots.
+	Config map[string]string
 }
 
 // clientsFor returns the clients of the target's account: the vault's for a vault, the
@@ -79,21 +85,28 @@ func NewLocator(resolver locationResolver, clients *ec2api.Factory) Locator {
 // BackupPlaces returns the places of the backup's locations for region.
 func (l resolvedLocator) BackupPlaces(ctx context.Context, backup *velerov1.Backup, region string) ([]Place, error) {
 	c, err := l.resolver.ForBackup(ctx, backup, region)
-	return l.places(c), err
+	return l.places(c, region), err
 }
 
 // RestorePlaces returns the places of the restore's locations for region.
 func (l resolvedLocator) RestorePlaces(ctx context.Context, restore *velerov1.Restore, region string) ([]Place, error) {
 	c, err := l.resolver.ForRestore(ctx, restore, region)
-	return l.places(c), err
+	return l.places(c, region), err
 }
 
-func (l resolvedLocator) places(c location.Choice) []Place {
+// places are the places of the locations of c, their vault credentials' account asked of STS
+// in region (once per process and credentials).
+func (l resolvedLocator) places(c location.Choice, region string) []Place {
 	out := make([]Place, 0, len(c.Locations))
 	for _, loc := range c.Locations {
-		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note}
+		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note, Config: loc.Config}
 		if loc.Vault != nil {
-			p.Vault = l.clients.ForCredentials(*loc.Vault)
+			creds := *loc.Vault
+			p.Vault = l.clients.ForCredentials(creds)
+			p.VaultIdentity = func(ctx context.Context) (string, error) {
+				id, err := l.clients.Account(ctx, region, creds)
+				return id.Account, err
+			}
 		}
 		out = append(out, p)
 	}

@@ -44,8 +44,10 @@ const (
 	// TagCreateToken, on a source snapshot, is random and shared by every request of one
 	// CreateSnapshot call: after an ambiguous failure the call looks only for its own snapshot.
 	TagCreateToken = tagPrefix + "create-token"
-	// TagRecorded, on a source snapshot, marks the one CreateSnapshot returned to Velero when
-	// the call may have made more than one; the others are deleted.
+	// TagRecorded, on a source snapshot, says whether CreateSnapshot returned it to Velero:
+	// recordedPending from its creation until then; recordedTrue once returned by a call that
+	// may have made more than one (the others are deleted), recordedReturned once returned by a
+	// call that made only it. Snapshots of earlier releases carry recordedTrue or nothing.
 	TagRecorded = tagPrefix + "recorded"
 	// TagSourceSnapshotID, on a copy, names the snapshot it was copied from.
 	TagSourceSnapshotID = tagPrefix + "source-snapshot-id"

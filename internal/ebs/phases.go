@@ -18,10 +18,12 @@ const (
 )
 
 // fill is what starting copies into one target found: the account's slots it judged from, and
-// why it started none, when it could not ask EC2.
+// why it started none, when it could not ask EC2; for a vault, what confirming the vault
+// credentials' account decided.
 type fill struct {
 	slots *copySlots
 	err   error
+	vault vaultCheck
 }
 
 // phase is how far one copy of an operation's completed source has come.
@@ -34,34 +36,17 @@ type phase struct {
 	desc string
 }
 
-// copyPhase reports the copy of a completed source into the target.
+// copyPhase reports the copy of a completed source into the target, failing it (once nothing
+// is left shared) or running the vault steps when the decision says so.
 func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snapshot, tg target, f fill) phase {
-	srcID := aws.ToString(src.SnapshotId)
-	if tg.vault() && v.place.Vault == nil {
-		return phase{desc: fmt.Sprintf("waiting for credentials in vault account %s: location %q names none the plugin can read (%s or %s)",
-			tg.account, v.place.Location, ConfigVaultCredentialSecret, ConfigVaultProfile)}
-	}
-	cp := v.copyOf(tg, srcID)
+	d := decideCopyPhase(v, src, tg, f, t.clock.Now(), t.listingLag, t.copyLimit)
 	switch {
-	case cp == nil && v.refusal(tg, srcID) != "":
-		return t.failCopy(ctx, v, src, tg, v.refusal(tg, srcID))
-	case cp == nil && tagValue(src.Tags, TagDeletionRequestedAt) != "":
-		return phase{desc: fmt.Sprintf("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.copyName(), tg)}
-	case cp == nil && f.err != nil:
-		return phase{desc: fmt.Sprintf("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))}
-	case cp == nil && v.recentlyRequested(src, tg, t.clock.Now(), t.listingLag):
-		return phase{desc: fmt.Sprintf("%s of %s to %s requested; waiting for EC2 to list it", tg.copyName(), srcID, tg)}
-	case cp == nil:
-		return phase{desc: t.slotWait(v, f.slots, srcID, tg)}
-	case cp.State == types.SnapshotStateError:
-		why := fmt.Sprintf("%s %s of snapshot %s to %s failed: %s%s", tg.copyName(), aws.ToString(cp.SnapshotId), srcID, tg, aws.ToString(cp.StateMessage), keyHint(src, tg))
-		return t.failCopy(ctx, v, src, tg, why)
-	case tg.vault():
-		return t.vaultSteps(ctx, v, src, tg, cp)
-	case cp.State == types.SnapshotStatePending:
-		return phase{units: percent(cp.Progress), desc: fmt.Sprintf("copy %s to %s: %s", aws.ToString(cp.SnapshotId), tg, progressText(cp.Progress))}
+	case d.fail != "":
+		return t.failCopy(ctx, v, src, tg, d.fail)
+	case d.vaultCopy != nil:
+		return t.vaultSteps(ctx, v, src, tg, d.vaultCopy)
 	}
-	return phase{units: 100, done: true, desc: fmt.Sprintf("copy %s in %s", aws.ToString(cp.SnapshotId), tg)}
+	return d.phase
 }
 
 // failCopy fails the operation for why, once nothing of the source is left shared with a vault:
@@ -77,13 +62,4 @@ func (t *Tracker) failCopy(ctx context.Context, v *backupView, src *types.Snapsh
 		return phase{err: fmt.Sprintf("%s; the snapshot may be left shared with account %s (%s is still set): %v", why, tg.account, TagVaultSharedAt, err)}
 	}
 	return phase{err: why}
-}
-
-// keyHint names the source's KMS key when a vault copy of it failed: the vault account may not
-// be allowed to use it.
-func keyHint(src *types.Snapshot, tg target) string {
-	if !tg.vault() || aws.ToString(src.KmsKeyId) == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (the source is encrypted with KMS key %s: its key policy must let account %s use it, see the README)", aws.ToString(src.KmsKeyId), tg.account)
 }

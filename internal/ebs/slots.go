@@ -162,14 +162,13 @@ func slotNote(v *backupView, a *copySlots) string {
 // free in the account, EC2's request rate is spent, or this description's time for starting
 // copies is. Without a listing of the account (nothing of the backup awaited a copy), it says
 // only what the backup shows.
-func (t *Tracker) slotWait(v *backupView, a *copySlots, srcID string, tg target) string {
-	now := t.clock.Now()
+func slotWait(v *backupView, a *copySlots, srcID string, tg target, now time.Time, copyLimit int) string {
 	switch {
-	case a == nil && v.inFlight(tg) >= t.copyLimit:
+	case a == nil && v.inFlight(tg) >= copyLimit:
 		return fmt.Sprintf("waiting for a copy slot in %s (%d copies of this backup in flight, EC2's limit)", tg, v.inFlight(tg))
 	case a == nil:
 		return fmt.Sprintf("waiting to copy %s to %s (%d copies of this backup in flight)", srcID, tg, v.inFlight(tg))
-	case a.inFlight() >= t.copyLimit:
+	case a.inFlight() >= copyLimit:
 		return "waiting for a copy slot in " + tg.String() + slotNote(v, a)
 	case copyRequestAllowance(v, a, now) <= 0:
 		return fmt.Sprintf("waiting for EC2's CopySnapshot request rate in %s (%d copies started in the last %s; %s)",

@@ -94,12 +94,12 @@ const (
 	createTokenBytes = 12
 )
 
-// laterMarks counts the tags the plugin may add to a source snapshot after creating it: the
-// recorded mark; for a source with a copy or a vault copy, the copy-cancelled and deletion
+// laterMarks counts the tags the plugin may add to a source snapshot after creating it (the
+// recorded mark is there from its creation): for a source with a copy or a vault copy, the copy-cancelled and deletion
 // marks; and for each copy its requested mark (and for the vault copy its shared mark).
 // CreateSnapshot leaves room for them under EC2's 50.
 func laterMarks(withCopy, withVault bool) int {
-	n := 1
+	n := 0
 	if withCopy || withVault {
 		n += 2
 	}
@@ -139,7 +139,7 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	_, volumeTags := splitByPrefix(tagMap(vol.Tags), tagPrefix)
 	_, labelTags := splitByPrefix(veleroTags, tagPrefix)
 	own := s.intentTags(vol)
-	own[TagCreateToken] = token
+	own[TagCreateToken], own[TagRecorded] = token, recordedPending
 	if uid := s.handoff.UID(veleroTags[TagBackup], veleroTags[TagPV], volumeID); uid != "" {
 		own[TagBackupUID] = uid
 	}
@@ -160,8 +160,8 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 	if err != nil {
 		return "", err
 	}
-	if mayHaveMade > 1 {
-		s.markRecorded(ctx, c, id, volumeID)
+	if err := s.markReturned(ctx, c, id, volumeID, mayHaveMade > 1); err != nil {
+		return "", err
 	}
 	return id, nil
 }
@@ -232,16 +232,40 @@ func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.Crea
 	}
 }
 
-// markRecorded tags the snapshot returned to Velero as the recorded one. Without the mark the
-// tracker cannot tell it from another snapshot this call may have made, and fails the operation
-// with both named rather than guess.
-func (s *Snapshotter) markRecorded(ctx context.Context, c ec2api.EC2, id, volumeID string) {
-	_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
-		Resources: []string{id},
-		Tags:      []types.Tag{{Key: aws.String(TagRecorded), Value: aws.String("true")}},
-	})
-	if err != nil {
-		s.log.WithField("volumeID", volumeID).WithError(err).Errorf("Could not mark snapshot %s as the one Velero records; its operation will fail if EC2 lists another snapshot of this call", id)
+// markReturned marks the snapshot about to be returned to Velero as returned (recordedTrue
+// when the call may have made others, which the tracker then deletes; recordedReturned
+// otherwise). Only a snapshot so marked is ever copied: one still marked recordedPending past
+// its create window is one whose call returned an error (Velero records no snapshot and its
+// deletion skips it), and the backup's operation deletes it. So when the mark cannot be
+// written, CreateSnapshot returns an error too; an answer lost after the mark took effect is
+// settled by reading the snapshot's tags.
+func (s *Snapshotter) markReturned(ctx context.Context, c ec2api.EC2, id, volumeID string, maySiblings bool) error {
+	value := recordedReturned
+	if maySiblings {
+		value = recordedTrue
+	}
+	deadline := s.clock.Now().Add(s.listingLag)
+	for {
+		_, err := c.CreateTags(ctx, &ec2.CreateTagsInput{
+			Resources: []string{id},
+			Tags:      []types.Tag{{Key: aws.String(TagRecorded), Value: aws.String(value)}},
+		})
+		if err != nil && ec2api.IsAmbiguous(err) {
+			if snaps, derr := describeSnapshots(ctx, c, []types.Filter{{Name: aws.String("snapshot-id"), Values: []string{id}}}); derr == nil &&
+				len(snaps) == 1 && tagValue(snaps[0].Tags, TagRecorded) == value {
+				err = nil // it took effect
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if !ec2api.IsTransient(err) || s.clock.Now().Add(throttleWait).After(deadline) {
+			return fmt.Errorf("snapshot %s of volume %s in %s was made, but marking it %s=%s failed, so it is not returned (the backup's operation deletes it): %w", id, volumeID, s.cfg.Region, TagRecorded, value, err)
+		}
+		s.log.WithField("volumeID", volumeID).WithError(err).Warnf("Could not mark snapshot %s as returned to Velero yet; trying again", id)
+		if err := sleep(ctx, s.clock, throttleWait); err != nil {
+			return err
+		}
 	}
 }
 

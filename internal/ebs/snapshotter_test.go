@@ -1,6 +1,7 @@
 package ebs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -45,7 +46,8 @@ type createCalls struct {
 	times       []time.Time
 	before      func(n int)  // called before answering call n (from 0), when set
 	madeDespite map[int]bool // calls that take effect although they fail
-	marked      []string     // IDs given the recorded mark
+	marked      []string     // "ID=value" of each recorded mark written
+	markErrs    []error      // answers to successive CreateTags calls (none: success)
 }
 
 func (f *fixture) serveCreate(answers ...error) *createCalls {
@@ -71,7 +73,16 @@ func (f *fixture) serveCreate(answers ...error) *createCalls {
 		})
 	f.src().m.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
 		func(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
-			cc.marked = append(cc.marked, in.Resources...)
+			if len(cc.markErrs) > 0 {
+				err := cc.markErrs[0]
+				cc.markErrs = cc.markErrs[1:]
+				if err != nil {
+					return nil, err
+				}
+			}
+			for _, id := range in.Resources {
+				cc.marked = append(cc.marked, id+"="+tagMap(in.Tags)[TagRecorded])
+			}
 			return &ec2.CreateTagsOutput{}, nil
 		})
 	return cc
@@ -139,6 +150,7 @@ func TestCreateSnapshotTags(t *testing.T) {
 				t.Errorf("create token %q, want %d hex digits", got[TagCreateToken], 2*createTokenBytes)
 			}
 			delete(got, TagCreateToken)
+			tt.want[TagRecorded] = recordedPending // until CreateSnapshot returns it
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("tags\n got %v\nwant %v", got, tt.want)
 			}
@@ -160,9 +172,16 @@ func TestCreateSnapshotRetries(t *testing.T) {
 		wantErr     []string
 		wantCreates int // 0: at least 2
 		minGap      time.Duration
-		wantMarked  bool // the returned snapshot is marked as recorded
+		// wantMark is the recorded mark written on the snapshot returned: recordedReturned when not set.
+		wantMark string
+		markErrs []error
 	}{
 		{name: "success", create: []error{nil}, wantID: "snap-00000001", wantCreates: 1},
+		// Velero records a failure and no snapshot: the tracker deletes what is still marked pending.
+		{name: "the returned mark cannot be written", create: []error{nil}, markErrs: []error{httpErr(400, "UnauthorizedOperation")}, wantCreates: 1,
+			wantErr: []string{"snap-00000001", "was made, but marking it", "the backup's operation deletes it"}},
+		{name: "the returned mark throttled, then written", create: []error{nil}, markErrs: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
+			wantID: "snap-00000001", wantCreates: 1},
 		{name: "per-volume rate waits 15s", create: []error{httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil},
 			wantID: "snap-00000002", wantCreates: 2, minGap: 15 * time.Second},
 		{name: "concurrent limit retried", create: []error{httpErr(400, ec2api.CodeConcurrentSnapshotLimitExceeded), httpErr(400, ec2api.CodeConcurrentSnapshotLimitExceeded), nil},
@@ -177,7 +196,7 @@ func TestCreateSnapshotRetries(t *testing.T) {
 		{name: "no answer but made", create: []error{netErr()}, listed: true, wantID: "snap-00000001", wantCreates: 1},
 		{name: "no answer, lookup fails first, then finds it", create: []error{netErr()}, listed: true,
 			lookupFails: []error{netErr(), httpErr(503, ec2api.CodeRequestLimitExceeded)}, wantID: "snap-00000001", wantCreates: 1},
-		{name: "500 and not made", create: []error{httpErr(500, "InternalError"), nil}, wantID: "snap-00000002", wantCreates: 2, wantMarked: true},
+		{name: "500 and not made", create: []error{httpErr(500, "InternalError"), nil}, wantID: "snap-00000002", wantCreates: 2, wantMark: recordedTrue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,6 +204,7 @@ func TestCreateSnapshotRetries(t *testing.T) {
 			f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 			cc := f.serveCreate(tt.create...)
 			cc.madeDespite[0] = tt.listed
+			cc.markErrs = tt.markErrs
 			f.src().serveDescribe()
 			f.src().failNext(tt.lookupFails...)
 			var opts []Option
@@ -215,8 +235,12 @@ func TestCreateSnapshotRetries(t *testing.T) {
 					t.Errorf("CreateSnapshot %d came %s after the previous; want at least %s", i+1, gap, tt.minGap)
 				}
 			}
-			if marked := len(cc.marked) == 1 && cc.marked[0] == res.id; marked != tt.wantMarked || len(cc.marked) > 1 {
-				t.Errorf("marked as recorded: %v, want %v for %q", cc.marked, tt.wantMarked, res.id)
+			want := []string{}
+			if res.id != "" {
+				want = append(want, res.id+"="+cmp.Or(tt.wantMark, recordedReturned))
+			}
+			if fmt.Sprint(cc.marked) != fmt.Sprint(want) {
+				t.Errorf("recorded marks %v, want %v", cc.marked, want)
 			}
 			if tt.patience != 0 && f.clk.Since(t0) > tt.patience {
 				t.Errorf("gave up after %s, beyond the patience of %s", f.clk.Since(t0), tt.patience)

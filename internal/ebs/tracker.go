@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +26,11 @@ const percentUnits = "%"
 // every copy slot of a destination busy, and keeps no state that matters across calls: each
 // backup's snapshots are described at most once per cache lifetime and shared by every
 // operation of that backup, and so are the account's copies in flight into a destination.
+//
+// Each Progress and Cancel reads EC2 through those cached descriptions, decides with the pure
+// functions of decide.go (of what it read, the operation, Velero's record of the backup, the
+// settings and the time) what to report and which requests to make, then makes them within the
+// description's time budget.
 type Tracker struct {
 	clients ec2api.Regional
 	settings
@@ -41,17 +44,6 @@ type Tracker struct {
 // Locator (WithLocator) finds.
 func NewTracker(clients ec2api.Regional, opts ...Option) *Tracker {
 	return &Tracker{clients: clients, settings: newSettings(opts), views: map[viewKey]*backupView{}, slots: map[slotKey]*copySlots{}}
-}
-
-// lookup is what the places of an operation show of it.
-type lookup struct {
-	view *backupView
-	res  resolution
-	// owned counts the backup's snapshots listed in the places that answered.
-	owned int
-	// waiting and refused are the failures of places that did not answer, transient or not.
-	waiting, refused []error
-	note, where      string
 }
 
 // Progress reports an operation. EC2 being slow, throttling or failing, and credentials that
@@ -71,19 +63,31 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Err = err.Error()
 		return p, nil
 	}
+	foreign := ""
+	if l.view != nil && l.res.source != nil {
+		foreign = decideForeignSource(l.res.source, l.view.place, backup.Spec.VolumeSnapshotLocations)
+	}
 	switch {
+	case foreign != "":
+		p.Completed = true
+		p.Err = foreign
+	case l.view != nil && l.res.source != nil && unreturned(l.res.source):
+		t.deleteStrays(ctx, l.view, l.res.strays)
+		var del bool
+		if p, del = decideUnreturned(op, l.res.source, backup.Status, t.decideCfg(), p); del {
+			switch err := t.deleteUnreturned(ctx, l.view, l.res.source); {
+			case err != nil && ec2api.IsTransient(err):
+				p.Completed, p.Err = false, ""
+				p.Description = err.Error()
+			case err != nil:
+				p.Err += "; " + err.Error()
+			}
+		}
 	case l.view != nil && l.res.source != nil:
 		t.deleteStrays(ctx, l.view, l.res.strays)
 		p = t.report(ctx, l.view, op, l.res.source, p)
-	case l.view != nil:
-		p = t.ambiguous(op, l.res.ambiguous, p)
-	case len(l.refused) > 0:
-		p.Completed = true
-		p.Err = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
-	case len(l.waiting) > 0:
-		p.Description = "waiting for EC2: " + errors.Join(l.waiting...).Error()
 	default:
-		p = t.notFound(op, backup, l, p)
+		p = decideUnresolved(op, backup.Status, backup.Name, l, t.decideCfg(), p)
 	}
 	if l.note != "" && !p.Completed {
 		p.Description += " (" + l.note + ")"
@@ -107,6 +111,9 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 			l.note = pl.Note
 		}
 		v, err := t.view(ctx, pl, op.Region, id)
+		if v != nil {
+			v.setOperationTimeout(backup.Spec.ItemOperationTimeout.Duration)
+		}
 		switch {
 		case err != nil && ec2api.IsTransient(err):
 			l.waiting = append(l.waiting, err)
@@ -115,7 +122,8 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 			l.refused = append(l.refused, err)
 			continue
 		}
-		l.owned += v.owned()
+		r, u := v.recordedCount()
+		l.recorded, l.unnamed = l.recorded+r, l.unnamed+u
 		l.where = pl.where()
 		if res := v.resolveOp(op, t.createWindow()); res.source != nil || len(res.ambiguous) > 0 {
 			l.view, l.res = v, res
@@ -134,96 +142,35 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	p.NTotal = 100 * int64(1+len(targets))
 	fills := make([]fill, len(targets))
 	for i, tg := range targets {
+		if tg.vault() {
+			if fills[i].vault = t.checkVaultAccount(ctx, v, tg); !fills[i].vault.ok() {
+				continue // nothing is shared before the vault account is confirmed
+			}
+		}
 		fills[i].slots, fills[i].err = t.fillCopySlots(ctx, v, tg)
 	}
 	if now := v.sourceByID(srcID); now != nil { // as marked by the fill
 		src = now
 	}
-	switch src.State {
-	case types.SnapshotStateError:
-		p.Completed = true
-		p.Err = fmt.Sprintf("snapshot %s of volume %s in %s failed: %s", srcID, op.VolumeID, op.Region, aws.ToString(src.StateMessage))
-		return p
-	case types.SnapshotStatePending:
-		p.NCompleted = percent(src.Progress)
-		p.Description = fmt.Sprintf("snapshot %s in %s: %s", srcID, op.Region, progressText(src.Progress))
+	p, settled := decideSource(op, src, p)
+	if settled {
 		return p
 	}
-	p.NCompleted = 100
-	var waiting, done []string
+	phases := make([]phase, len(targets))
 	for i, tg := range targets {
-		ph := t.copyPhase(ctx, v, src, tg, fills[i])
-		p.NCompleted += ph.units
-		if ph.err != "" {
-			p.Completed = true
-			p.Err = ph.err
-			return p
-		}
-		if ph.done {
-			done = append(done, ph.desc)
-		} else {
-			waiting = append(waiting, ph.desc)
+		if phases[i] = t.copyPhase(ctx, v, src, tg, fills[i]); phases[i].err != "" {
+			break // the operation fails with it; no later phase is asked for
 		}
 	}
-	if len(waiting) > 0 {
-		p.Description = strings.Join(waiting, "; ")
-		return p
-	}
-	p.Completed = true
-	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
-	if len(done) > 0 {
-		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
-	}
-	return p
+	return decideReport(op, srcID, phases, p)
 }
 
-// ambiguous reports an operation with several snapshots that could each be the one Velero
-// recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
-// waited for while a create may still be under way; after that the operation fails, naming them.
-func (t *Tracker) ambiguous(op Operation, snaps []types.Snapshot, p velero.OperationProgress) velero.OperationProgress {
-	ids := make([]string, len(snaps))
-	for i, s := range snaps {
-		ids[i] = aws.ToString(s.SnapshotId)
-	}
-	if p.Updated.Sub(op.Issued) < t.createWindow() {
-		p.Description = fmt.Sprintf("volume %s has %d snapshots for this backup (%s); waiting to learn which one Velero recorded", op.VolumeID, len(ids), strings.Join(ids, ", "))
-		return p
-	}
-	p.Completed = true
-	p.Err = fmt.Sprintf("volume %s in %s has %d snapshots that could each be the one Velero recorded for this backup (%s), and none is marked as recorded: not completing on evidence that may belong to another backup", op.VolumeID, op.Region, len(ids), strings.Join(ids, ", "))
-	return p
-}
-
-// notFound reports an operation whose snapshot EC2 does not list. Velero took no native
-// snapshot of the volume (a volume policy chose another method, or CreateSnapshot failed) when
-// it attempted none, or when every snapshot Velero recorded for the backup is listed. When
-// Velero recorded snapshots the plugin cannot see, the operation waits for EC2's listing for the
-// grace period, then fails with the likely causes: never a success without evidence.
-func (t *Tracker) notFound(op Operation, backup *velerov1.Backup, l lookup, p velero.OperationProgress) velero.OperationProgress {
-	// Core records its snapshots in the backup's status before it first asks for progress.
-	st := backup.Status
-	recorded := st.VolumeSnapshotsCompleted
-	switch {
-	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
-		p.Completed = true
-		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)
-	case l.owned >= recorded:
-		p.Completed = true
-		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: EC2 lists all %d Velero recorded, none of this volume", op.VolumeID, recorded)
-	case p.Updated.Sub(op.Issued) <= t.notFoundGrace:
-		p.Description = fmt.Sprintf("waiting for EC2 to list the snapshot of volume %s in %s (Velero recorded %d native snapshots for this backup; EC2 lists %d %s)", op.VolumeID, op.Region, recorded, l.owned, l.where)
-	default:
-		p.Completed = true
-		p.Err = fmt.Sprintf("Velero recorded %d native snapshots for backup %s, but EC2 lists %d in %s %s, none of volume %s: the snapshot was taken with other credentials or in another account than this action uses "+
-			"(check the location's spec.credential, profile and credentialsFile, and that the plugin may read VolumeSnapshotLocations and their Secrets), or it was deleted",
-			recorded, backup.Name, l.owned, op.Region, l.where, op.VolumeID)
-	}
-	return p
-}
-
-// Cancel stops the operation's copy for good: the source is marked so that no Progress call
-// starts its copy again, and a copy still pending is deleted. The source snapshot belongs to
-// the backup and goes with it.
+// Cancel stops the operation's copy for good. The source is marked first, so that no Progress
+// call starts its copy again (and without the mark no fill copies a source past Velero's
+// item-operation timeout); then its share with a vault is removed and, within the
+// reconcile's time for EC2 requests, a copy still pending is deleted (a locked one stays).
+// The source snapshot belongs to the backup and goes with it, and so does a pending copy left
+// for lack of time.
 func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velerov1.Backup) error {
 	op, err := ParseOperationID(operationID)
 	if err != nil {
@@ -240,49 +187,56 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 	}
 	v, src := l.view, l.res.source
 	srcID := aws.ToString(src.SnapshotId)
-	targets := targetsOf(src)
-	if len(targets) == 0 {
+	if len(targetsOf(src)) == 0 {
 		return nil
 	}
+	steps := decideCancel(v, src)
 	v.cancel(srcID)
-	c, err := v.place.Clients(ctx, v.region)
-	if err != nil {
-		return err
-	}
-	if err := t.tag(ctx, c, []string{srcID}, map[string]string{TagCopyCancelled: t.clock.Now().UTC().Format(time.RFC3339)}); err != nil {
-		t.log.WithError(err).Warnf("Could not mark snapshot %s as cancelled; a later Progress call of this process will still not copy it", srcID)
-	}
 	var errs []error
-	for _, tg := range targets {
-		if err := t.stopCopy(ctx, v, src, tg); err != nil {
+	if err := t.timed(v, func() error { return t.markCancelled(ctx, v, srcID) }); err != nil {
+		errs = append(errs, err)
+	}
+	for _, st := range steps {
+		if err := t.cancelStep(ctx, v, src, st); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// stopCopy deletes the source's copy into the target while it is pending (a locked vault copy
-// stays), and removes the source's share with a vault.
-func (t *Tracker) stopCopy(ctx context.Context, v *backupView, src *types.Snapshot, tg target) error {
-	srcID := aws.ToString(src.SnapshotId)
-	if tg.vault() {
-		if err := t.unshare(ctx, v, src, tg); err != nil {
+// markCancelled writes the cancelled mark on the source.
+func (t *Tracker) markCancelled(ctx context.Context, v *backupView, srcID string) error {
+	c, err := v.place.Clients(ctx, v.region)
+	if err == nil {
+		err = t.tag(ctx, c, []string{srcID}, map[string]string{TagCopyCancelled: t.clock.Now().UTC().Format(time.RFC3339)})
+	}
+	if err != nil {
+		return fmt.Errorf("marking snapshot %s as cancelled (no copy of it is started past Velero's item-operation timeout all the same): %w", srcID, err)
+	}
+	v.setTag([]string{srcID}, TagCopyCancelled, t.clock.Now().UTC().Format(time.RFC3339))
+	return nil
+}
+
+// cancelStep removes a vault's share of the source, always (nothing may stay shared), or
+// deletes a pending copy, while the reconcile's time for EC2 requests lasts.
+func (t *Tracker) cancelStep(ctx context.Context, v *backupView, src *types.Snapshot, st cancelStep) error {
+	if st.unshare {
+		return t.timed(v, func() error { return t.unshare(ctx, v, src, st.tg) })
+	}
+	if v.fillTimeLeft() <= 0 {
+		return fmt.Errorf("pending %s %s in %s left to complete (%s); it is deleted with its backup", st.tg.copyName(), st.copyID, st.tg, budgetSpent)
+	}
+	return t.timed(v, func() error {
+		dc, ok, err := v.place.clientsFor(ctx, st.tg)
+		if err != nil || !ok {
 			return err
 		}
-	}
-	cp := v.copyOf(tg, srcID)
-	if cp == nil || cp.State != types.SnapshotStatePending || locked(v.lockState(aws.ToString(cp.SnapshotId))) {
+		if _, err := dc.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(st.copyID)}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
+			return fmt.Errorf("deleting pending %s %s in %s: %w", st.tg.copyName(), st.copyID, st.tg, err)
+		}
+		t.log.Infof("Cancelled: deleted pending %s %s of %s in %s", st.tg.copyName(), st.copyID, aws.ToString(src.SnapshotId), st.tg)
 		return nil
-	}
-	dc, ok, err := v.place.clientsFor(ctx, tg)
-	if err != nil || !ok {
-		return err
-	}
-	if _, err := dc.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: cp.SnapshotId}, ec2api.Bounded); err != nil && !ec2api.IsNotFound(err) {
-		return fmt.Errorf("deleting pending %s %s in %s: %w", tg.copyName(), aws.ToString(cp.SnapshotId), tg, err)
-	}
-	t.log.Infof("Cancelled: deleted pending %s %s of %s in %s", tg.copyName(), aws.ToString(cp.SnapshotId), srcID, tg)
-	return nil
+	})
 }
 
 // deleteStrays deletes snapshots the CreateSnapshot call of an operation made besides the one
@@ -304,6 +258,21 @@ func (t *Tracker) deleteStrays(ctx context.Context, v *backupView, strays []type
 		v.forgetStray(id)
 		t.log.Infof("Deleted snapshot %s of volume %s: made by the same CreateSnapshot as the one Velero recorded", id, aws.ToString(s.VolumeId))
 	}
+}
+
+// deleteUnreturned deletes a source whose CreateSnapshot returned an error to Velero; an error
+// says why it could not be deleted yet.
+func (t *Tracker) deleteUnreturned(ctx context.Context, v *backupView, src *types.Snapshot) error {
+	id := aws.ToString(src.SnapshotId)
+	c, err := v.place.Clients(ctx, v.region)
+	if err == nil {
+		_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: src.SnapshotId}, ec2api.Bounded)
+	}
+	if err != nil && !ec2api.IsNotFound(err) {
+		return fmt.Errorf("deleting snapshot %s, which Velero recorded as failed, in %s: %w", id, v.region, err)
+	}
+	t.log.Infof("Deleted snapshot %s of volume %s: its CreateSnapshot returned an error to Velero, which recorded no snapshot", id, aws.ToString(src.VolumeId))
+	return nil
 }
 
 // view returns the backup's snapshots in region as place sees them, described again when the
@@ -335,20 +304,4 @@ func (t *Tracker) accountSlots(ctx context.Context, place Place, tg target) (*co
 		return nil, err
 	}
 	return a, nil
-}
-
-// percent reads EC2's progress ("45%") as a number from 0 to 100.
-func percent(p *string) int64 {
-	n, err := strconv.Atoi(strings.TrimSuffix(aws.ToString(p), "%"))
-	if err != nil || n < 0 {
-		return 0
-	}
-	if n > 100 {
-		return 100
-	}
-	return int64(n)
-}
-
-func progressText(p *string) string {
-	return strconv.FormatInt(percent(p), 10) + "%"
 }

@@ -346,7 +346,11 @@ func TestProgressDefiniteDescribeError(t *testing.T) {
 	checkProgress(t, p, err, want{completed: true, errTxt: "UnauthorizedOperation"})
 }
 
-func TestProgressNotFound(t *testing.T) {
+// A volume's operation completes saying Velero took no native snapshot of it only on evidence of
+// this backup's own: Velero attempted none, or EC2 lists as many distinct recorded sources of
+// this backup (one per PV, carrying its UID) as Velero recorded, once EC2's listing lag has
+// passed since the operation was opened. Otherwise it waits, then fails.
+func TestProgressNoSnapshotOnlyOnThisBackupsEvidence(t *testing.T) {
 	other := snapshot("snap-0000000f", volN(9), types.SnapshotStateCompleted)
 	waiting := velerov1.BackupPhaseWaitingForPluginOperations
 	const (
@@ -362,10 +366,19 @@ func TestProgressNotFound(t *testing.T) {
 		outcome int
 	}{
 		// Core records its snapshots before it first asks for progress, during the backup run.
-		{name: "first poll during the run, every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(velerov1.BackupPhaseInProgress, 1), outcome: done},
-		{name: "every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), outcome: done},
+		{name: "first poll during the run, every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(velerov1.BackupPhaseInProgress, 1),
+			elapsed: time.Minute, outcome: done},
+		{name: "every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), elapsed: time.Minute, outcome: done},
 		{name: "partially failed, every completed snapshot listed", listed: []types.Snapshot{other},
-			backup: backupIn(velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed, 1), outcome: done},
+			backup: backupIn(velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed, 1), elapsed: time.Minute, outcome: done},
+		// Velero polls right after the item phase: this volume's snapshot may not be listed yet.
+		{name: "every completed snapshot listed, within the listing lag of the operation", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), elapsed: 10 * time.Second},
+		{name: "the second snapshot of one CreateSnapshot call counts once", backup: backupIn(waiting, 2), elapsed: time.Minute, listed: []types.Snapshot{
+			snapshot("snap-0000000f", volN(9), types.SnapshotStateCompleted, withTags(TagPV, "pv-9", TagCreateToken, "t9", TagRecorded, "true")),
+			snapshot("snap-0000001f", volN(9), types.SnapshotStateCompleted, withTags(TagPV, "pv-9", TagCreateToken, "t9")),
+		}},
+		{name: "a backup of the same name without this backup's UID does not count", backup: backupIn(waiting, 1), elapsed: time.Minute,
+			listed: []types.Snapshot{snapshot("snap-0000000e", volN(9), types.SnapshotStateCompleted, withTags(TagBackupUID, ""))}},
 		{name: "no native snapshot at all", backup: backupIn(waiting, 0), outcome: done},
 		{name: "EC2 lists fewer than Velero completed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 2)},
 		{name: "within the grace period", backup: backupIn(velerov1.BackupPhaseInProgress, 1), elapsed: 14 * time.Minute},

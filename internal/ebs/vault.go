@@ -118,44 +118,34 @@ func sharedAt(s types.Snapshot) time.Time {
 	return at
 }
 
-// vaultSteps reports a vault copy EC2 lists: it is locked when the source asks for a lock, as
-// soon as it exists (EC2 starts the lock's duration when the copy completes), and once it is
-// completed the source's share is removed. The phase is done only when all of that is.
+// vaultSteps takes the steps decideVaultSteps asks for on a vault copy EC2 lists, one after
+// another, and reports the phase they leave it in.
 func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snapshot, tg target, cp *types.Snapshot) phase {
 	cpID := aws.ToString(cp.SnapshotId)
-	ph := phase{units: percent(cp.Progress) * vaultCopyUnits / 100}
-	lockNote := ""
-	if l, want := parseLockTag(tagValue(src.Tags, TagVaultLock)); want {
-		if !locked(v.lockState(cpID)) {
-			if v.fillTimeLeft() <= 0 {
-				ph.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting to lock it: %s", cpID, tg, progressText(cp.Progress), budgetSpent)
-				return ph
-			}
-			if err := t.timed(v, func() error { return t.lockVaultCopy(ctx, v, tg, cpID, l) }); err != nil {
+	for range maxVaultSteps {
+		d := decideVaultSteps(v, src, tg, cp)
+		switch {
+		case d.lock != nil:
+			if err := t.timed(v, func() error { return t.lockVaultCopy(ctx, v, tg, cpID, *d.lock) }); err != nil {
 				if ec2api.IsTransient(err) {
-					ph.desc = fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)
-					return ph
+					return phase{units: d.phase.units, desc: fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)}
 				}
 				return t.failCopy(ctx, v, src, tg, fmt.Sprintf("locking vault copy %s in %s refused: %v", cpID, tg, err))
 			}
+		case d.unshare:
+			if err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); err != nil {
+				return phase{units: d.phase.units, desc: fmt.Sprintf("vault copy %s in %s completed%s; %v", cpID, tg, d.lockNote, err)}
+			}
+		default:
+			return d.phase
 		}
-		lockNote = fmt.Sprintf(", locked (%s, %d days)", l.Mode, l.Days)
 	}
-	if cp.State == types.SnapshotStatePending {
-		ph.desc = fmt.Sprintf("vault copy %s in %s: %s%s", cpID, tg, progressText(cp.Progress), lockNote)
-		return ph
-	}
-	ph.units = vaultCopyUnits + vaultStepUnits
-	if tagValue(src.Tags, TagVaultSharedAt) != "" && v.fillTimeLeft() <= 0 {
-		ph.desc = fmt.Sprintf("vault copy %s in %s completed%s; waiting to remove the share of %s: %s", cpID, tg, lockNote, aws.ToString(src.SnapshotId), budgetSpent)
-		return ph
-	}
-	if err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); err != nil {
-		ph.desc = fmt.Sprintf("vault copy %s in %s completed%s; %v", cpID, tg, lockNote, err)
-		return ph
-	}
-	return phase{units: 100, done: true, desc: fmt.Sprintf("vault copy %s in %s%s", cpID, tg, lockNote)}
+	return decideVaultSteps(v, src, tg, cp).phase
 }
+
+// maxVaultSteps bounds the steps one report takes on a vault copy: its lock and the removal of
+// its source's share.
+const maxVaultSteps = 2
 
 // budgetSpent says why a step waits for the next reconcile.
 const budgetSpent = "this reconcile's time for EC2 requests is spent"
@@ -194,4 +184,24 @@ func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg target, c
 		return errors.Join(err, errors.New("the lock may have taken effect; the next description tells"))
 	}
 	return err
+}
+
+// checkVaultAccount confirms that the view's vault credentials are the target's vault
+// account's: they list no snapshot another account owns, and STS names the vault account,
+// when the place can ask (once per description: a failure is not asked again by every
+// operation of a reconcile).
+func (t *Tracker) checkVaultAccount(ctx context.Context, v *backupView, tg target) vaultCheck {
+	if owner := v.stranger(tg); owner != "" {
+		return vaultCheck{wrong: wrongVaultAccount(tg, owner)}
+	}
+	if v.place.VaultIdentity == nil || v.place.Vault == nil {
+		return vaultCheck{}
+	}
+	if c, ok := v.vaultChecked(tg); ok {
+		return c
+	}
+	account, err := v.place.VaultIdentity(ctx)
+	c := decideVaultAccount(tg, account, err)
+	v.recordVaultCheck(tg, c)
+	return c
 }

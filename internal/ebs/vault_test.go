@@ -2,6 +2,7 @@ package ebs_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 )
 
 // The vault flow against the simulator's two accounts: the source account shares each completed
@@ -209,4 +212,121 @@ func foreignVaultCopy(t *testing.T, w *rig.Accounts) string {
 	}
 	w.Clock.Step(time.Minute) // completed before the backup starts
 	return aws.ToString(out.SnapshotId)
+}
+
+// A vaultAccountId that is not the vault credentials' account: the vault account cannot see
+// the share, and the operation fails saying so once EC2's listing lag has passed since the
+// source was first shared, not at Velero's item-operation timeout.
+func TestVaultCopyToAWrongVaultAccountFailsAfterTheListingLag(t *testing.T) {
+	w := newVaultWorld(t, ec2sim.Faults{})
+	cfg := vaultConfig(ebs.Lock{})
+	cfg.Vault.AccountID = "333333333333"
+	_, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	seen, p, completed := w.Follow(opID, true)
+	if !completed {
+		t.Fatalf("operation still waiting after 10 minutes:\n%s", strings.Join(seen, "\n"))
+	}
+	for _, s := range []string{"cannot see the snapshot shared with account 333333333333", ebs.ConfigVaultAccountID} {
+		if !strings.Contains(p.Err, s) {
+			t.Errorf("error %q does not name %q", p.Err, s)
+		}
+	}
+	if len(seen) > 8 {
+		t.Errorf("failed after %d Progress calls, want within about the listing lag:\n%s", len(seen), strings.Join(seen, "\n"))
+	}
+	if shared := w.Sim.SharedSnapshots(sourceAccount); len(shared) > 0 {
+		t.Errorf("snapshots left shared: %+v", shared)
+	}
+}
+
+// placesLocator finds every backup's operations in its places.
+type placesLocator []ebs.Place
+
+func (l placesLocator) BackupPlaces(context.Context, *velerov1.Backup, string) ([]ebs.Place, error) {
+	return l, nil
+}
+
+func (l placesLocator) RestorePlaces(context.Context, *velerov1.Restore, string) ([]ebs.Place, error) {
+	return l, nil
+}
+
+// Vault credentials that are the source account's (the vault Secret holds the cluster's own
+// keys, or vaultProfile assumes a role in the source account), with vaultRegion the copy
+// region: no copy is taken for the vault copy, nothing stays shared, and the operation fails
+// naming both accounts. STS's answer is waited for when it does not come.
+func TestAVaultCopyIsOnlyEverInTheVaultAccount(t *testing.T) {
+	stsDown := errors.New("dial tcp: connection refused")
+	tests := []struct {
+		name string
+		// identity is what STS says of the vault credentials; nil: not asked.
+		identity func(context.Context) (string, error)
+		// copyRegion is the location's copyToRegion.
+		copyRegion string
+		wantErr    []string
+		wantWait   string
+	}{
+		{name: "STS names the source account", identity: func(context.Context) (string, error) { return sourceAccount, nil }, copyRegion: vaultRegion,
+			wantErr: []string{"account " + sourceAccount, "not of vault account " + vaultAccount}},
+		{name: "without STS, the copies the vault credentials list are the source account's", copyRegion: vaultRegion,
+			wantErr: []string{"account " + sourceAccount, "not of vault account " + vaultAccount}},
+		{name: "STS does not answer", identity: func(context.Context) (string, error) { return "", stsDown },
+			wantWait: "waiting to confirm the account of the credentials for vault account " + vaultAccount},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newVaultWorld(t, ec2sim.Faults{})
+			cfg := vaultConfig(ebs.Lock{Mode: ebs.LockModeGovernance, Days: 1})
+			cfg.CopyToRegion = tt.copyRegion
+			srcID, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
+			if err != nil {
+				t.Fatalf("CreateSnapshot: %v", err)
+			}
+			loc := placesLocator{{Location: "default", Clients: w.Source, Vault: w.Source, VaultIdentity: tt.identity}}
+			tr := ebs.NewTracker(w.Source, append(w.Options(), ebs.WithLocator(loc))...)
+			backup := &velerov1.Backup{}
+			backup.Name, backup.UID = rig.AccountsBackup, "uid-nightly"
+			backup.Status.VolumeSnapshotsAttempted, backup.Status.VolumeSnapshotsCompleted = 1, 1
+			var p velero.OperationProgress
+			var seen []string
+			for range 30 {
+				if p, err = tr.Progress(context.Background(), opID, backup); err != nil {
+					t.Fatal(err)
+				}
+				seen = append(seen, p.Description+p.Err)
+				if p.Completed {
+					break
+				}
+				w.Clock.Step(10 * time.Second)
+			}
+			log := strings.Join(seen, "\n")
+			if tt.wantWait != "" {
+				if p.Completed || !strings.Contains(p.Description, tt.wantWait) {
+					t.Errorf("want the operation waiting with %q:\n%s", tt.wantWait, log)
+				}
+			} else {
+				if !p.Completed {
+					t.Fatalf("operation not completed:\n%s", log)
+				}
+				for _, s := range tt.wantErr {
+					if !strings.Contains(p.Err, s) {
+						t.Errorf("error %q does not name %q", p.Err, s)
+					}
+				}
+			}
+			if n := len(w.VaultCopies(vaultRegion, srcID)); n != 0 {
+				t.Errorf("%d vault copies; the vault credentials are not the vault's", n)
+			}
+			for _, s := range w.Sim.SnapshotsIn(sourceAccount, vaultRegion) {
+				if s.LockState != "" {
+					t.Errorf("snapshot %s of the source account locked as a vault copy", s.ID)
+				}
+			}
+			if shared := w.Sim.SharedSnapshots(sourceAccount); len(shared) > 0 {
+				t.Errorf("snapshots left shared: %+v", shared)
+			}
+		})
+	}
 }

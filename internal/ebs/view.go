@@ -30,9 +30,12 @@ type backupView struct {
 
 	sources   map[string][]types.Snapshot            // volume ID -> snapshots tagged with the backup's name
 	byID      map[string]*types.Snapshot             // source ID -> its snapshot in sources
-	owns      int                                    // how many of the sources the backup owns
+	recorded  int                                    // distinct recorded sources of this backup (see recordedSources)
+	unnamed   int                                    // sources of the backup's name without its UID
 	copies    map[target]map[string][]types.Snapshot // target -> source ID -> copies
 	locks     map[string]types.LockState             // vault copy ID -> its lock's state, when locked
+	strangers map[target]string                      // vault -> another account owning what the vault credentials list
+	checks    map[target]vaultCheck                  // vault -> what confirming its credentials' account decided, this description
 	pending   map[target]int                         // target -> copies still pending
 	finished  map[target][]time.Time                 // target -> start times of the copies no longer pending, earliest first
 	queue     *copyQueue                             // the sources that may await a copy
@@ -43,6 +46,7 @@ type backupView struct {
 	claimed   map[string]bool                 // source IDs an operation of this process follows
 	cancelled map[string]bool                 // source IDs whose operation Velero cancelled
 	deleted   map[string]bool                 // strays this process deleted
+	timeout   time.Duration                   // the backup's item-operation timeout; 0 when unknown
 }
 
 func newBackupView(place Place, region string, id backupIdentity, clk clock.Clock) *backupView {
@@ -83,6 +87,7 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 	}
 	copies := map[target]map[string][]types.Snapshot{}
 	locks := map[string]types.LockState{}
+	strangers := map[target]string{}
 	for tg := range targets {
 		dc, ok, err := v.place.clientsFor(ctx, tg)
 		if err != nil {
@@ -97,6 +102,10 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 		}
 		copies[tg] = map[string][]types.Snapshot{}
 		for _, cp := range found {
+			if owner := aws.ToString(cp.OwnerId); tg.vault() && owner != tg.account {
+				strangers[tg] = owner // never a vault copy: the vault credentials are another account's
+				continue
+			}
 			src := tagValue(cp.Tags, TagSourceSnapshotID)
 			copies[tg][src] = append(copies[tg][src], cp)
 		}
@@ -106,7 +115,8 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 			}
 		}
 	}
-	v.sources, v.copies, v.locks, v.fillSpent = sources, copies, locks, 0
+	v.sources, v.copies, v.locks, v.strangers, v.fillSpent = sources, copies, locks, strangers, 0
+	v.checks = map[target]vaultCheck{}
 	v.index()
 	now := v.clock.Now()
 	for tg, ids := range v.requested {
@@ -120,19 +130,19 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 }
 
 // index derives from a new description what each Progress call would otherwise walk every
-// snapshot for: the sources by ID, how many the backup owns, the copies' counts by target
-// and the sources that may await a copy.
+// snapshot for: the sources by ID, how many recorded sources of the backup EC2 lists, the
+// copies' counts by target and the sources that may await a copy.
 func (v *backupView) index() {
-	v.byID, v.owns, v.queue = map[string]*types.Snapshot{}, 0, newCopyQueue()
+	v.byID, v.queue = map[string]*types.Snapshot{}, newCopyQueue()
+	var all []*types.Snapshot
 	for _, ss := range v.sources {
 		for i := range ss {
 			s := &ss[i]
 			v.byID[aws.ToString(s.SnapshotId)] = s
-			if v.id.owns(s) {
-				v.owns++
-			}
+			all = append(all, s)
 		}
 	}
+	v.recorded, v.unnamed = v.id.recordedSources(all)
 	for _, s := range v.byID {
 		if s.State != types.SnapshotStateCompleted {
 			continue
@@ -168,8 +178,9 @@ func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
 	return res
 }
 
-// owned counts the snapshots of the backup this view lists, over every volume.
-func (v *backupView) owned() int { return v.owns }
+// recordedCount is how many distinct recorded sources of the backup this view lists, over every
+// volume, and how many snapshots of the backup's name without its UID it lists besides.
+func (v *backupView) recordedCount() (recorded, unnamed int) { return v.recorded, v.unnamed }
 
 // copyOf returns a source's copy in the target: a completed one, else a pending one, else a
 // failed one.
@@ -226,13 +237,24 @@ func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
 	switch {
-	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] ||
+	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] || v.timedOut(s, now) || unreturned(s) ||
 		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
 		return copyNever
 	case v.recentlyRequested(s, tg, now, lag):
 		return copyLater
 	}
 	return copyNow
+}
+
+// setOperationTimeout records the backup's item-operation timeout, as the Backup passed says.
+func (v *backupView) setOperationTimeout(d time.Duration) { v.timeout = d }
+
+// timedOut reports whether Velero's item-operation timeout has passed for the operation of
+// source s: its operation was opened before s started (less the clock-skew margin), so past
+// the timeout after that, Velero has cancelled it or is about to. Its copy is then never
+// started, whether or not the cancelled mark could be written.
+func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
+	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(clockSkew+v.timeout))
 }
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
@@ -302,6 +324,21 @@ func (v *backupView) refuse(tg target, id, why string) {
 	}
 	v.refused[tg][id] = why
 }
+
+// stranger is the account, not the vault's, owning snapshots the vault credentials list as the
+// backup's vault copies; "" when there is none.
+func (v *backupView) stranger(tg target) string { return v.strangers[tg] }
+
+// vaultChecked returns what confirming the vault credentials' account decided since the last
+// description, if it was asked.
+func (v *backupView) vaultChecked(tg target) (vaultCheck, bool) {
+	c, ok := v.checks[tg]
+	return c, ok
+}
+
+// recordVaultCheck records what confirming the vault credentials' account decided, so that the
+// other operations of a reconcile hear the same answer instead of each asking STS again.
+func (v *backupView) recordVaultCheck(tg target, c vaultCheck) { v.checks[tg] = c }
 
 // recordLock records the state of a vault copy's lock EC2 just reported.
 func (v *backupView) recordLock(copyID string, state types.LockState) { v.locks[copyID] = state }

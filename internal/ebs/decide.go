@@ -1,0 +1,202 @@
+package ebs
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+)
+
+// The decisions of Progress and Cancel: pure functions of what one call read from EC2 (a
+// lookup), the operation, Velero's record of the backup, the settings and the time. They make
+// no request, read no clock and log nothing; the Tracker acts on what they return.
+
+// decideCfg is what of a Tracker's settings its decisions depend on.
+type decideCfg struct {
+	createWindow  time.Duration
+	listingLag    time.Duration
+	notFoundGrace time.Duration
+}
+
+func (s settings) decideCfg() decideCfg {
+	return decideCfg{createWindow: s.createWindow(), listingLag: s.listingLag, notFoundGrace: s.notFoundGrace}
+}
+
+// lookup is what the places of an operation show of it.
+type lookup struct {
+	view *backupView
+	res  resolution
+	// recorded counts the distinct recorded sources of the backup listed in the places that
+	// answered; unnamed the snapshots of its name without its UID.
+	recorded, unnamed int
+	// waiting and refused are the failures of places that did not answer, transient or not.
+	waiting, refused []error
+	note, where      string
+}
+
+// decideUnresolved reports an operation whose snapshot the lookup did not resolve to one source:
+// several could be the recorded one, a place refused or could not answer, or none is listed.
+// p carries the call's Updated time and units.
+func decideUnresolved(op Operation, st velerov1.BackupStatus, backupName string, l lookup, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
+	switch {
+	case l.view != nil:
+		return decideAmbiguous(op, l.res, cfg, p)
+	case len(l.refused) > 0:
+		p.Completed = true
+		p.Err = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v", op.VolumeID, op.Region, errors.Join(l.refused...))
+	case len(l.waiting) > 0:
+		p.Description = "waiting for EC2: " + errors.Join(l.waiting...).Error()
+	default:
+		p = decideNotFound(op, st, backupName, l, cfg, p)
+	}
+	return p
+}
+
+// decideAmbiguous reports an operation with several snapshots that could each be the one Velero
+// recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
+// waited for while a create may still be under way; after that the operation fails, naming them.
+func decideAmbiguous(op Operation, res resolution, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
+	ids := make([]string, len(res.ambiguous))
+	for i, s := range res.ambiguous {
+		ids[i] = aws.ToString(s.SnapshotId)
+	}
+	if p.Updated.Sub(op.Issued) < cfg.createWindow {
+		p.Description = fmt.Sprintf("volume %s has %d snapshots for this backup (%s); waiting to learn which one Velero recorded", op.VolumeID, len(ids), strings.Join(ids, ", "))
+		return p
+	}
+	p.Completed = true
+	p.Err = fmt.Sprintf("volume %s in %s has %d snapshots that could each be the one Velero recorded for this backup (%s), and none is marked as recorded: not completing on evidence that may belong to another backup", op.VolumeID, op.Region, len(ids), strings.Join(ids, ", "))
+	return p
+}
+
+// decideNotFound reports an operation whose snapshot EC2 does not list. Velero took no native
+// snapshot of the volume (a volume policy chose another method, or CreateSnapshot failed) when
+// it attempted none, or when EC2 lists as many distinct recorded sources of this backup as
+// Velero recorded and EC2's listing lag has passed since the operation was opened (core asks for
+// the snapshot right after). When Velero recorded snapshots the plugin cannot see, the operation
+// waits for EC2's listing for the grace period, then fails with the likely causes: never a
+// success without evidence.
+func decideNotFound(op Operation, st velerov1.BackupStatus, backupName string, l lookup, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
+	// Core records its snapshots in the backup's status before it first asks for progress.
+	recorded := st.VolumeSnapshotsCompleted
+	elapsed := p.Updated.Sub(op.Issued)
+	unnamed := ""
+	if l.unnamed > 0 {
+		unnamed = fmt.Sprintf(", besides %d of a backup of the same name without its UID (the upstream plugin's, or another install's)", l.unnamed)
+	}
+	switch {
+	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
+		p.Completed = true
+		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)
+	case l.recorded >= recorded && elapsed >= cfg.listingLag:
+		p.Completed = true
+		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: EC2 lists all %d Velero recorded, none of this volume", op.VolumeID, recorded)
+	case elapsed <= cfg.notFoundGrace:
+		p.Description = fmt.Sprintf("waiting for EC2 to list the snapshot of volume %s in %s (Velero recorded %d native snapshots for this backup; EC2 lists %d %s%s)", op.VolumeID, op.Region, recorded, l.recorded, l.where, unnamed)
+	default:
+		p.Completed = true
+		p.Err = fmt.Sprintf("Velero recorded %d native snapshots for backup %s, but EC2 lists %d in %s %s%s, none of volume %s: the snapshot was taken with other credentials or in another account than this action uses "+
+			"(check the location's spec.credential, profile and credentialsFile, and that the plugin may read VolumeSnapshotLocations and their Secrets), or it was deleted",
+			recorded, backupName, l.recorded, op.Region, l.where, unnamed, op.VolumeID)
+	}
+	return p
+}
+
+// decideUnreturned reports an operation whose source is still marked as not returned to
+// Velero. Its CreateSnapshot call may still be under way until the create window has passed
+// since the later of the operation's opening and the snapshot's start; the operation waits.
+// After that the call returned an error (or was cut off) and Velero recorded no snapshot for
+// the PV: when Velero's record counts failed snapshots, this one is deleted (Velero's deletion
+// skips it, so nobody else would) and the operation fails naming it; when it counts none, the
+// two records disagree and the snapshot is neither copied nor deleted. del says to delete it.
+func decideUnreturned(op Operation, src *types.Snapshot, st velerov1.BackupStatus, cfg decideCfg, p velero.OperationProgress) (_ velero.OperationProgress, del bool) {
+	id := aws.ToString(src.SnapshotId)
+	since := op.Issued
+	if start := aws.ToTime(src.StartTime); start.After(since) {
+		since = start
+	}
+	switch {
+	case p.Updated.Sub(since) < cfg.createWindow:
+		p.Description = fmt.Sprintf("snapshot %s in %s: %s; waiting for CreateSnapshot to return it to Velero", id, op.Region, progressText(src.Progress))
+		return p, false
+	case st.VolumeSnapshotsAttempted > st.VolumeSnapshotsCompleted:
+		p.Completed = true
+		p.Err = fmt.Sprintf("CreateSnapshot of volume %s returned an error to Velero, which recorded no snapshot of it (%d of %d attempted native snapshots failed); snapshot %s it made all the same is deleted and not copied",
+			op.VolumeID, st.VolumeSnapshotsAttempted-st.VolumeSnapshotsCompleted, st.VolumeSnapshotsAttempted, id)
+		return p, true
+	}
+	p.Completed = true
+	p.Err = fmt.Sprintf("snapshot %s of volume %s was never marked as returned to Velero (%s=%s), yet Velero records no failed native snapshot: it is neither copied nor deleted",
+		id, op.VolumeID, TagRecorded, recordedPending)
+	return p, false
+}
+
+// percent reads EC2's progress ("45%") as a number from 0 to 100.
+func percent(p *string) int64 {
+	n, err := strconv.Atoi(strings.TrimSuffix(aws.ToString(p), "%"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	if n > 100 {
+		return 100
+	}
+	return int64(n)
+}
+
+func progressText(p *string) string {
+	return strconv.FormatInt(percent(p), 10) + "%"
+}
+
+// decideSource reports the source's own phase, the first 100 units: settled when the source
+// failed (the operation fails) or is still pending; else its copies are reported next.
+func decideSource(op Operation, src *types.Snapshot, p velero.OperationProgress) (_ velero.OperationProgress, settled bool) {
+	srcID := aws.ToString(src.SnapshotId)
+	switch src.State {
+	case types.SnapshotStateError:
+		p.Completed = true
+		p.Err = fmt.Sprintf("snapshot %s of volume %s in %s failed: %s", srcID, op.VolumeID, op.Region, aws.ToString(src.StateMessage))
+		return p, true
+	case types.SnapshotStatePending:
+		p.NCompleted = percent(src.Progress)
+		p.Description = fmt.Sprintf("snapshot %s in %s: %s", srcID, op.Region, progressText(src.Progress))
+		return p, true
+	}
+	p.NCompleted = 100
+	return p, false
+}
+
+// decideReport reports an operation whose source completed from the phases of its copies, in
+// order: the first failed phase fails it (phases after it are zero); it completes only when
+// every phase is done.
+func decideReport(op Operation, srcID string, phases []phase, p velero.OperationProgress) velero.OperationProgress {
+	var waiting, done []string
+	for _, ph := range phases {
+		p.NCompleted += ph.units
+		if ph.err != "" {
+			p.Completed = true
+			p.Err = ph.err
+			return p
+		}
+		if ph.done {
+			done = append(done, ph.desc)
+		} else {
+			waiting = append(waiting, ph.desc)
+		}
+	}
+	if len(waiting) > 0 {
+		p.Description = strings.Join(waiting, "; ")
+		return p
+	}
+	p.Completed = true
+	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
+	if len(done) > 0 {
+		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
+	}
+	return p
+}

@@ -1,0 +1,170 @@
+package ebs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+)
+
+// decideForeignSource judges a source of this backup that carries none of this plugin's tags:
+// the snapshot was taken through another provider's VolumeSnapshotLocation (the upstream
+// plugin's; Velero takes a PV's snapshot through the first of the backup's locations whose
+// plugin accepts the volume), so it has no copy intent. When the backup names the place's
+// location of this plugin and that location asks for copies, the operation fails, naming the
+// locations that may have taken it and why no copy exists; "" otherwise (a backup that names
+// no location of this plugin is left alone).
+func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string) string {
+	for _, t := range src.Tags {
+		if strings.HasPrefix(aws.ToString(t.Key), tagPrefix) {
+			return "" // this plugin's snapshot
+		}
+	}
+	wanted := configTargets(pl.Config)
+	if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {
+		return ""
+	}
+	others := slices.DeleteFunc(slices.Clone(backupLocations), func(n string) bool { return n == pl.Location })
+	took := "another VolumeSnapshotLocation"
+	if len(others) > 0 {
+		took = "VolumeSnapshotLocation " + strings.Join(others, " or ")
+	}
+	asks := make([]string, len(wanted))
+	for i, tg := range wanted {
+		asks[i] = tg.copyName() + " to " + tg.String()
+	}
+	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of %s's tags), so it has no %s that %s asks for: "+
+		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
+		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
+}
+
+// copyOutcome is what a CopySnapshot answer means.
+type copyOutcome int
+
+const (
+	// copyMade: EC2 made the copy.
+	copyMade copyOutcome = iota
+	// copyMaybeMade: the request may have taken effect; EC2's listing tells.
+	copyMaybeMade
+	// copyQueued: EC2 made no copy now (no slot, throttled, credentials not ready, a share not
+	// visible yet); no copy into the target is asked for until the next listing.
+	copyQueued
+	// copyRefused: EC2 will not make it; the operation fails with why.
+	copyRefused
+)
+
+// copyAnswer is the decision on a CopySnapshot answer: its outcome, and why for a queued or
+// refused copy.
+type copyAnswer struct {
+	outcome copyOutcome
+	why     string
+}
+
+// decideCopyAnswer judges EC2's answer to the copy of source id into the target. A vault copy
+// EC2 says it cannot find is a share not visible to the vault account yet until EC2's listing
+// lag has passed since the source was first shared; after that, the vault credentials cannot
+// see the share.
+func decideCopyAnswer(tg target, id string, err error, sharedAt, now time.Time, listingLag time.Duration) copyAnswer {
+	switch {
+	case err == nil:
+		return copyAnswer{outcome: copyMade}
+	case ec2api.IsAmbiguous(err):
+		return copyAnswer{outcome: copyMaybeMade}
+	case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
+		return copyAnswer{outcome: copyQueued, why: "EC2 queued the copy: " + describeWait(err)}
+	case tg.vault() && ec2api.IsNotFound(err) && now.Sub(sharedAt) < listingLag:
+		return copyAnswer{outcome: copyQueued, why: fmt.Sprintf("the share of %s with account %s is not visible to the vault account yet", id, tg.account)}
+	case tg.vault() && ec2api.IsNotFound(err):
+		return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
+			"check that %s is the account of the vault credentials: %v", id, tg, tg.account, ConfigVaultAccountID, err)}
+	}
+	return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("%s of snapshot %s to %s refused: %v", tg.copyName(), id, tg, err)}
+}
+
+// describeWait names why EC2 made the plugin wait: its error code, or the credential failure.
+func describeWait(err error) string {
+	if c := ec2api.Code(err); c != "" {
+		return c
+	}
+	return err.Error()
+}
+
+// copyDecision is what the copy of a completed source into a target comes to: a phase to
+// report, a failure (fail), or a vault copy whose steps are to be taken (vaultCopy).
+type copyDecision struct {
+	phase     phase
+	fail      string
+	vaultCopy *types.Snapshot
+}
+
+// decideCopyPhase decides the copy of a completed source into the target from the view and
+// what starting copies found.
+func decideCopyPhase(v *backupView, src *types.Snapshot, tg target, f fill, now time.Time, listingLag time.Duration, copyLimit int) copyDecision {
+	srcID := aws.ToString(src.SnapshotId)
+	wait := func(format string, args ...any) copyDecision {
+		return copyDecision{phase: phase{desc: fmt.Sprintf(format, args...)}}
+	}
+	if tg.vault() && v.place.Vault == nil {
+		return wait("waiting for credentials in vault account %s: location %q names none the plugin can read (%s or %s)",
+			tg.account, v.place.Location, ConfigVaultCredentialSecret, ConfigVaultProfile)
+	}
+	switch {
+	case f.vault.wrong != "":
+		return copyDecision{fail: f.vault.wrong}
+	case f.vault.wait != "":
+		return wait("%s", f.vault.wait)
+	}
+	cp := v.copyOf(tg, srcID)
+	switch {
+	case cp == nil && v.refusal(tg, srcID) != "":
+		return copyDecision{fail: v.refusal(tg, srcID)}
+	case cp == nil && tagValue(src.Tags, TagDeletionRequestedAt) != "":
+		return wait("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.copyName(), tg)
+	case cp == nil && v.timedOut(src, now):
+		return wait("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.copyName(), tg)
+	case cp == nil && f.err != nil:
+		return wait("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))
+	case cp == nil && v.recentlyRequested(src, tg, now, listingLag):
+		return wait("%s of %s to %s requested; waiting for EC2 to list it", tg.copyName(), srcID, tg)
+	case cp == nil:
+		return wait("%s", slotWait(v, f.slots, srcID, tg, now, copyLimit))
+	case cp.State == types.SnapshotStateError:
+		return copyDecision{fail: fmt.Sprintf("%s %s of snapshot %s to %s failed: %s%s", tg.copyName(), aws.ToString(cp.SnapshotId), srcID, tg, aws.ToString(cp.StateMessage), keyHint(src, tg))}
+	case tg.vault():
+		return copyDecision{vaultCopy: cp}
+	case cp.State == types.SnapshotStatePending:
+		return copyDecision{phase: phase{units: percent(cp.Progress), desc: fmt.Sprintf("copy %s to %s: %s", aws.ToString(cp.SnapshotId), tg, progressText(cp.Progress))}}
+	}
+	return copyDecision{phase: phase{units: 100, done: true, desc: fmt.Sprintf("copy %s in %s", aws.ToString(cp.SnapshotId), tg)}}
+}
+
+// keyHint names the source's KMS key when a vault copy of it failed: the vault account may not
+// be allowed to use it.
+func keyHint(src *types.Snapshot, tg target) string {
+	if !tg.vault() || aws.ToString(src.KmsKeyId) == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (the source is encrypted with KMS key %s: its key policy must let account %s use it, see the README)", aws.ToString(src.KmsKeyId), tg.account)
+}
+
+// configTargets are the copies a location's config asks for; none when it does not parse (the
+// volume snapshotter then refuses it, naming the error).
+func configTargets(m map[string]string) []target {
+	cfg, err := ParseConfig(m)
+	if err != nil {
+		return nil
+	}
+	var out []target
+	if cfg.CopyToRegion != "" {
+		out = append(out, target{region: cfg.CopyToRegion})
+	}
+	if cfg.Vault.Enabled() {
+		out = append(out, target{account: cfg.Vault.AccountID, region: cfg.Vault.Region})
+	}
+	return out
+}
