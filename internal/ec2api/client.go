@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // Credentials selects where the SDK finds credentials beyond its default chain (environment,
@@ -52,11 +53,13 @@ func (c Credentials) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// Factory hands out EC2 clients, one per region and credentials, built once per process and
-// reused, so that the retryer's and the limiter's view of EC2's rates is shared by every caller.
+// Factory hands out EC2 and STS clients, one per region and credentials, built once per process
+// and reused, so that the retryer's and the limiter's view of EC2's rates is shared by every
+// caller; and remembers whose credentials they are.
 type Factory struct {
-	mu      sync.Mutex
-	clients map[clientKey]*ec2.Client
+	mu         sync.Mutex
+	clients    map[clientKey]*clients
+	identities map[Credentials]Identity
 }
 
 type clientKey struct {
@@ -64,14 +67,29 @@ type clientKey struct {
 	creds  Credentials
 }
 
+// clients are the clients of one region and credentials, built from one AWS config.
+type clients struct {
+	ec2 *ec2.Client
+	sts *sts.Client
+}
+
 // NewFactory returns an empty Factory.
 func NewFactory() *Factory {
-	return &Factory{clients: map[clientKey]*ec2.Client{}}
+	return &Factory{clients: map[clientKey]*clients{}, identities: map[Credentials]Identity{}}
 }
 
 // Client returns the EC2 client for region. Endpoints come from the SDK's standard settings
 // (AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL, the shared config), never from the plugin's config.
 func (f *Factory) Client(ctx context.Context, region string, creds Credentials) (EC2, error) {
+	c, err := f.clientsFor(ctx, region, creds)
+	if err != nil {
+		return nil, err
+	}
+	return c.ec2, nil
+}
+
+// clientsFor returns the clients of region and creds, loading their AWS config the first time.
+func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentials) (*clients, error) {
 	key := clientKey{region: region, creds: creds}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -96,9 +114,12 @@ func (f *Factory) Client(ctx context.Context, region string, creds Credentials) 
 		cfg.Credentials = aws.NewCredentialsCache(markCredentialFailures{cfg.Credentials})
 	}
 	limiter := newRequestLimiter()
-	c := ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-		o.APIOptions = append(o.APIOptions, limiter.addTo)
-	})
+	c := &clients{
+		ec2: ec2.NewFromConfig(cfg, func(o *ec2.Options) {
+			o.APIOptions = append(o.APIOptions, limiter.addTo)
+		}),
+		sts: sts.NewFromConfig(cfg, func(o *sts.Options) { o.Retryer = boundedRetryer() }),
+	}
 	f.clients[key] = c
 	return c, nil
 }

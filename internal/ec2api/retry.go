@@ -76,7 +76,12 @@ func (r throttlingOnly) GetAttemptToken(ctx context.Context) (func(error) error,
 // plugin reports what is left and tries again at the next poll. Put it before
 // RetryThrottlingOnly, which narrows whatever retryer it finds.
 func Bounded(o *ec2.Options) {
-	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+	o.Retryer = boundedRetryer()
+}
+
+// boundedRetryer is the retryer of Bounded calls, and of every STS call.
+func boundedRetryer() aws.Retryer {
+	return retry.NewStandard(func(so *retry.StandardOptions) {
 		so.MaxAttempts = boundedAttempts
 		so.MaxBackoff = boundedBackoff
 		so.RateLimiter = ratelimit.None

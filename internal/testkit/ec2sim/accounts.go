@@ -154,6 +154,9 @@ func parseRoleARN(arn string) (account, name string, err error) {
 type credential struct {
 	account, secret, token string
 	expires                time.Time // zero for long-term keys
+	// principal and principalID are who STS says a session is (GetCallerIdentity); empty for
+	// long-term keys.
+	principal, principalID string
 }
 
 // identities holds the accounts, keys, roles and issued sessions. Everything but sessions is

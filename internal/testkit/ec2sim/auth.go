@@ -20,6 +20,7 @@ const (
 	sigV4Terminator = "aws4_request"
 	sigV4DateFormat = "20060102T150405Z"
 	ec2Service      = "ec2"
+	stsService      = "sts"
 	headerAmzDate   = "X-Amz-Date"
 	headerAmzToken  = "X-Amz-Security-Token"
 )
@@ -66,13 +67,29 @@ func parseAuthorization(h string) (a sigV4Auth, ok bool) {
 	return a, a.accessKeyID != ""
 }
 
-// authenticate checks an EC2 request's signature against the configured keys and the issued
-// sessions. It returns the caller's account (unknownAccount when the key names none) and nil,
-// AuthFailure or RequestExpired. body is the request body as received.
-func (s *Simulator) authenticate(r *http.Request, body []byte, region string) (string, *apiError) {
+// signatureCheck is the verdict on a request's SigV4 signature.
+type signatureCheck int
+
+const (
+	signatureOK signatureCheck = iota
+	// signatureMissing: no SigV4 Authorization header for the service.
+	signatureMissing
+	// signatureUnknownKey: the access key ID is neither configured nor issued, or a session's
+	// token is missing or wrong.
+	signatureUnknownKey
+	// signatureMismatch: the signature is not the key's.
+	signatureMismatch
+	// signatureExpired: the session's credentials have expired.
+	signatureExpired
+)
+
+// verifySignature checks a request's SigV4 signature for service against the configured keys and
+// the issued sessions, returning the key's credential (its account unknownAccount when the key
+// names none) and its ID. body is the request body as received.
+func (s *Simulator) verifySignature(r *http.Request, body []byte, service string) (credential, string, signatureCheck) {
 	a, ok := parseAuthorization(r.Header.Get("Authorization"))
-	if !ok || a.service != ec2Service {
-		return unknownAccount, errAuthFailure
+	if !ok || a.service != service {
+		return credential{account: unknownAccount}, "", signatureMissing
 	}
 	s.mu.Lock()
 	cred, found := s.ids.lookup(a.accessKeyID)
@@ -80,15 +97,63 @@ func (s *Simulator) authenticate(r *http.Request, body []byte, region string) (s
 	s.mu.Unlock()
 	switch {
 	case !found:
-		return unknownAccount, errAuthFailure
-	case r.Header.Get(headerAmzToken) != cred.token,
-		!signatureValid(r, body, a, cred),
-		!s.ids.enabled(cred.account, region):
-		return cred.account, errAuthFailure
+		return credential{account: unknownAccount}, a.accessKeyID, signatureUnknownKey
+	case r.Header.Get(headerAmzToken) != cred.token:
+		return cred, a.accessKeyID, signatureUnknownKey
+	case !signatureValid(r, body, a, cred):
+		return cred, a.accessKeyID, signatureMismatch
 	case !cred.expires.IsZero() && !now.Before(cred.expires):
+		return cred, a.accessKeyID, signatureExpired
+	}
+	return cred, a.accessKeyID, signatureOK
+}
+
+// authenticate checks an EC2 request's signature and that the caller's account may use region.
+// It returns the caller's account (unknownAccount when the key names none) and nil,
+// AuthFailure or RequestExpired. body is the request body as received.
+func (s *Simulator) authenticate(r *http.Request, body []byte, region string) (string, *apiError) {
+	cred, _, check := s.verifySignature(r, body, ec2Service)
+	switch {
+	case check != signatureOK && check != signatureExpired, !s.ids.enabled(cred.account, region):
+		return cred.account, errAuthFailure
+	case check == signatureExpired:
 		return cred.account, errRequestExpired
 	}
 	return cred.account, nil
+}
+
+// STS's answers to requests it cannot authenticate.
+var (
+	errSTSMissingAuth = &apiError{status: http.StatusForbidden, code: "MissingAuthenticationToken",
+		message: "Request is missing Authentication Token"}
+	errSTSInvalidToken = &apiError{status: http.StatusForbidden, code: "InvalidClientTokenId",
+		message: "The security token included in the request is invalid."}
+	errSTSSignature = &apiError{status: http.StatusForbidden, code: "SignatureDoesNotMatch",
+		message: "The request signature we calculated does not match the signature you provided. " +
+			"Check your AWS Secret Access Key and signing method. Consult the service documentation for details."}
+	errSTSExpired = &apiError{status: http.StatusForbidden, code: "ExpiredToken",
+		message: "The security token included in the request is expired"}
+)
+
+// authenticateSTS checks a signed STS request as STS does, returning the caller's credential and
+// access key ID. Without configured accounts every request is the default account's.
+func (s *Simulator) authenticateSTS(r *http.Request, body []byte) (credential, string, *apiError) {
+	if !s.ids.on {
+		a, _ := parseAuthorization(r.Header.Get("Authorization"))
+		return credential{account: s.ids.defaultAccount}, a.accessKeyID, nil
+	}
+	cred, keyID, check := s.verifySignature(r, body, stsService)
+	switch check {
+	case signatureMissing:
+		return cred, keyID, errSTSMissingAuth
+	case signatureUnknownKey:
+		return cred, keyID, errSTSInvalidToken
+	case signatureMismatch:
+		return cred, keyID, errSTSSignature
+	case signatureExpired:
+		return cred, keyID, errSTSExpired
+	}
+	return cred, keyID, nil
 }
 
 // signatureValid signs a copy of the request, as received, with cred's secret using the SDK's

@@ -59,7 +59,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(d)
 	}
 	if isSTSRequest(r.Form) {
-		s.serveSTS(w, r.Form)
+		s.serveSTS(w, r, raw)
 		return
 	}
 	q := &request{

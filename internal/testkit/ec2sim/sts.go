@@ -16,8 +16,9 @@ const (
 	stsXMLNS   = "https://sts.amazonaws.com/doc/2011-06-15/"
 	// stsStatsRegion is the region key Stats counts STS calls under.
 	stsStatsRegion = "sts"
-	// actionAssumeRoleWithWebIdentity is the one STS action the simulator serves.
+	// The STS actions the simulator serves.
 	actionAssumeRoleWithWebIdentity = "AssumeRoleWithWebIdentity"
+	actionGetCallerIdentity         = "GetCallerIdentity"
 )
 
 // Session limits of AssumeRoleWithWebIdentity.
@@ -35,6 +36,7 @@ const (
 	sessionSecretLen = 40
 	sessionTokenLen  = 356
 	roleIDLen        = 17 // after the "AROA" prefix
+	userIDLen        = 17 // after the "AIDA" prefix
 )
 
 // keyAlphabet is the alphabet of access key IDs; secretAlphabet that of secrets and tokens.
@@ -48,21 +50,41 @@ func isSTSRequest(form url.Values) bool {
 	return form.Get("Version") == stsVersion || form.Get("Action") == actionAssumeRoleWithWebIdentity
 }
 
-// serveSTS answers an STS Query request. STS requests are not authenticated.
-func (s *Simulator) serveSTS(w http.ResponseWriter, form url.Values) {
+// serveSTS answers an STS Query request. AssumeRoleWithWebIdentity is not signed (the web
+// identity token is the credential); GetCallerIdentity is, when accounts are configured. body
+// is the request body as received.
+func (s *Simulator) serveSTS(w http.ResponseWriter, r *http.Request, body []byte) {
+	form := r.Form
+	action := form.Get("Action")
+	var (
+		account = unknownAccount
+		caller  credential
+		keyID   string
+		authErr *apiError
+	)
+	if action == actionGetCallerIdentity {
+		caller, keyID, authErr = s.authenticateSTS(r, body)
+		account = caller.account
+	}
 	s.mu.Lock()
 	s.reqSeq++
 	requestID := fmt.Sprintf("00000000-0000-4000-8000-%012x", s.reqSeq)
-	action := form.Get("Action")
-	account := unknownAccount
-	if acct, ok := s.ids.roles[form.Get("RoleArn")]; ok {
-		account = acct
+	var answer []byte
+	err := authErr
+	switch {
+	case err != nil:
+	case action == actionGetCallerIdentity:
+		answer = getCallerIdentity(caller, keyID, requestID)
+	default:
+		if acct, ok := s.ids.roles[form.Get("RoleArn")]; ok {
+			account = acct
+		}
+		answer, err = s.assumeRoleWithWebIdentity(form, requestID)
 	}
-	body, err := s.assumeRoleWithWebIdentity(form, requestID)
 	outcome := "ok"
 	if err != nil {
 		outcome = err.code
-		body = stsErrorDocument(err, requestID)
+		answer = stsErrorDocument(err, requestID)
 	}
 	s.count(account, stsStatsRegion, action, outcome)
 	s.mu.Unlock()
@@ -73,7 +95,30 @@ func (s *Simulator) serveSTS(w http.ResponseWriter, form url.Values) {
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("X-Amzn-Requestid", requestID)
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(answer)
+}
+
+// getCallerIdentity is STS's answer naming the caller: the account, the principal's ARN and its
+// unique ID (for a role session "AROA…:session-name").
+func getCallerIdentity(caller credential, keyID, requestID string) []byte {
+	arn, userID := caller.principal, caller.principalID
+	if arn == "" { // a long-term key: a made-up IAM user named after it
+		arn = "arn:aws:iam::" + caller.account + ":user/" + keyID
+		userID = uniqueID("AIDA", userIDLen, arn)
+	}
+	w := &xmlWriter{}
+	w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<" + actionGetCallerIdentity +
+		`Response xmlns="` + stsXMLNS + `">`)
+	w.open(actionGetCallerIdentity + "Result")
+	w.elem("Arn", arn)
+	w.elem("UserId", userID)
+	w.elem("Account", caller.account)
+	w.close(actionGetCallerIdentity + "Result")
+	w.open("ResponseMetadata")
+	w.elem("RequestId", requestID)
+	w.close("ResponseMetadata")
+	w.WriteString("</" + actionGetCallerIdentity + "Response>")
+	return w.Bytes()
 }
 
 // assumeRoleWithWebIdentity issues session credentials for a configured role. The web identity
@@ -119,16 +164,18 @@ func (s *Simulator) assumeRoleWithWebIdentity(form url.Values, requestID string)
 		secret: s.randomString(secretAlphabet, sessionSecretLen),
 		token:  s.randomString(secretAlphabet, sessionTokenLen),
 	}
+	_, roleName, _ := parseRoleARN(arn)
+	cred.principal = "arn:aws:sts::" + account + ":assumed-role/" + roleName + "/" + name
+	cred.principalID = roleID(arn) + ":" + name
 	keyID := "ASIA" + s.randomString(keyAlphabet, sessionKeyIDLen)
 	s.ids.sessions[keyID] = cred
-	_, roleName, _ := parseRoleARN(arn)
 	w := &xmlWriter{}
 	w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<" + actionAssumeRoleWithWebIdentity +
 		`Response xmlns="` + stsXMLNS + `">`)
 	w.open(actionAssumeRoleWithWebIdentity + "Result")
 	w.open("AssumedRoleUser")
-	w.elem("Arn", "arn:aws:sts::"+account+":assumed-role/"+roleName+"/"+name)
-	w.elem("AssumedRoleId", roleID(arn)+":"+name)
+	w.elem("Arn", cred.principal)
+	w.elem("AssumedRoleId", cred.principalID)
 	w.close("AssumedRoleUser")
 	w.open("Credentials")
 	w.elem("AccessKeyId", keyID)
@@ -158,11 +205,14 @@ func validSessionName(name string) bool {
 }
 
 // roleID is a stable, made-up unique ID for a role ARN, like IAM's "AROA…".
-func roleID(arn string) string {
+func roleID(arn string) string { return uniqueID("AROA", roleIDLen, arn) }
+
+// uniqueID is a stable, made-up IAM unique ID for an ARN: prefix, then n characters.
+func uniqueID(prefix string, n int, arn string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(arn))
 	id := strings.ToUpper(strconv.FormatUint(h.Sum64(), 36))
-	return "AROA" + strings.Repeat("0", roleIDLen-len(id)) + id
+	return prefix + strings.Repeat("0", n-len(id)) + id
 }
 
 // randomString draws n characters of alphabet from the simulator's random source. Callers hold

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 )
 
@@ -190,7 +193,7 @@ func TestAssumeRoleWithWebIdentityRequests(t *testing.T) {
 		{"no token", with("WebIdentityToken", ""), http.StatusBadRequest, "ValidationError"},
 		{"no role", with("RoleArn", ""), http.StatusBadRequest, "ValidationError"},
 		{"bad session name", with("RoleSessionName", "a b"), http.StatusBadRequest, "ValidationError"},
-		{"other action", with("Action", "GetCallerIdentity"), http.StatusBadRequest, "InvalidAction"},
+		{"other action", with("Action", "AssumeRole"), http.StatusBadRequest, "InvalidAction"},
 		{"unknown role", with("RoleArn", "arn:aws:iam::111111111111:role/velero"), http.StatusForbidden, "AccessDenied"},
 	}
 	for _, tt := range tests {
@@ -223,5 +226,83 @@ func TestAssumeRoleWithWebIdentityRequests(t *testing.T) {
 	}
 	if n := f.srv.Sim.Stats().Accounts[unknownAccount].Total(actionAssumeRoleWithWebIdentity, ""); n != 2 {
 		t.Errorf("%d STS calls naming no configured role, want 2", n)
+	}
+}
+
+// stsClientAs returns a single-attempt STS client that signs with the given key; an empty key
+// sends unsigned requests.
+func (f *fixture) stsClientAs(key AccessKey, token string) *sts.Client {
+	var creds aws.CredentialsProvider = aws.AnonymousCredentials{}
+	if key.AccessKeyID != "" {
+		creds = credentials.NewStaticCredentialsProvider(key.AccessKeyID, key.SecretAccessKey, token)
+	}
+	return sts.NewFromConfig(aws.Config{
+		Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(f.srv.URL),
+		Retryer: func() aws.Retryer { return retry.AddWithMaxAttempts(retry.NewStandard(), 1) },
+	})
+}
+
+// TestGetCallerIdentity: STS names the account of the key that signed the request, and refuses
+// a key it does not know, a wrong secret, an expired session and an unsigned request as STS does.
+func TestGetCallerIdentity(t *testing.T) {
+	f := start(t, accountsConfig())
+	f.clock.Set(time.Now())
+	session, err := webIdentityConfig(t, f.srv.URL, roleB).Credentials.Retrieve(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessionKey := AccessKey{AccessKeyID: session.AccessKeyID, SecretAccessKey: session.SecretAccessKey}
+	tests := []struct {
+		name        string
+		key         AccessKey
+		token       string
+		advance     time.Duration
+		wantAccount string
+		wantARN     string
+		wantCode    string
+	}{
+		{"account A's key", keyA, "", 0, acctA, "arn:aws:iam::" + acctA + ":user/" + keyA.AccessKeyID, ""},
+		{"account B's key", keyB, "", 0, acctB, "arn:aws:iam::" + acctB + ":user/" + keyB.AccessKeyID, ""},
+		{"a role session", sessionKey, session.SessionToken, 0, acctB, "arn:aws:sts::" + acctB + ":assumed-role/velero/velero-test", ""},
+		{"an unknown key", AccessKey{AccessKeyID: "AKIANOBODY", SecretAccessKey: "x"}, "", 0, "", "", "InvalidClientTokenId"},
+		{"a session without its token", sessionKey, "", 0, "", "", "InvalidClientTokenId"},
+		{"a wrong secret", AccessKey{AccessKeyID: keyA.AccessKeyID, SecretAccessKey: "wrong"}, "", 0, "", "", "SignatureDoesNotMatch"},
+		{"unsigned", AccessKey{}, "", 0, "", "", "MissingAuthenticationToken"},
+		{"an expired session", sessionKey, session.SessionToken, 2 * time.Hour, "", "", "ExpiredToken"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f.clock.Advance(tt.advance)
+			out, err := f.stsClientAs(tt.key, tt.token).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+			if errCode(err) != tt.wantCode {
+				t.Fatalf("error %v, want %q", err, tt.wantCode)
+			}
+			if err != nil {
+				if httpStatus(err) != http.StatusForbidden {
+					t.Errorf("HTTP %d, want 403", httpStatus(err))
+				}
+				return
+			}
+			if aws.ToString(out.Account) != tt.wantAccount || aws.ToString(out.Arn) != tt.wantARN || aws.ToString(out.UserId) == "" {
+				t.Errorf("identity %s %s %s, want %s %s", aws.ToString(out.Account), aws.ToString(out.Arn),
+					aws.ToString(out.UserId), tt.wantAccount, tt.wantARN)
+			}
+		})
+	}
+	st := f.srv.Sim.Stats()
+	if n := st.Accounts[acctA].Calls[stsStatsRegion][actionGetCallerIdentity]["ok"]; n != 1 {
+		t.Errorf("account A: %d GetCallerIdentity counted ok, want 1", n)
+	}
+	if n := st.Accounts[unknownAccount].Calls[stsStatsRegion][actionGetCallerIdentity]["InvalidClientTokenId"]; n != 1 {
+		t.Errorf("%d refusals of an unknown key counted, want 1", n)
+	}
+}
+
+// TestGetCallerIdentityWithoutAccounts: without accounts every caller is the default account.
+func TestGetCallerIdentityWithoutAccounts(t *testing.T) {
+	f := start(t, Config{})
+	out, err := f.stsClientAs(AccessKey{AccessKeyID: "AKID", SecretAccessKey: "x"}, "").GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil || aws.ToString(out.Account) != DefaultAccountID {
+		t.Errorf("GetCallerIdentity = %v, %v; want account %s", out, err, DefaultAccountID)
 	}
 }

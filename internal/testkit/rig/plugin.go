@@ -166,10 +166,11 @@ func (p *Plugin) SampleMemory(interval time.Duration) *process.MemorySampler {
 var harnessKey = ec2sim.AccessKey{AccessKeyID: "AKIAHARNESS", SecretAccessKey: "harness-secret"}
 
 // UseEndpoint points plugin processes started from now on (they inherit this process's
-// environment) at the EC2 endpoint url, with fake credentials and no instance metadata.
+// environment) at the EC2 and STS endpoint url, with fake credentials and no instance metadata.
 func UseEndpoint(url string) {
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL_EC2":      url,
+		"AWS_ENDPOINT_URL_STS":      url,
 		"AWS_ACCESS_KEY_ID":         harnessKey.AccessKeyID,
 		"AWS_SECRET_ACCESS_KEY":     harnessKey.SecretAccessKey,
 		"AWS_EC2_METADATA_DISABLED": "true",
