@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +29,15 @@ type Credentials struct {
 	// pinned, when set by Factory.Pin, is the digest of File's content as read then: these
 	// credentials stand for that content whatever File holds later.
 	pinned string
+	// unknown, when set by Unknown, says why the credentials cannot be known yet.
+	unknown string
 }
+
+// Unknown returns credentials that are not known yet, because where they come from did not
+// answer (the Kubernetes API holding a location and its Secret): every client asked for them
+// fails with a CredentialsError saying why, which IsTransient reports as worth another try.
+// Nothing is sent with other credentials meanwhile.
+func Unknown(why string) Credentials { return Credentials{unknown: why} }
 
 // defaultProfile is the profile of a credentials file read without a profile named.
 const defaultProfile = "default"
@@ -47,6 +56,9 @@ func (c Credentials) profile() string {
 // String names where the credentials come from, for messages: never a secret, only the file's
 // path or the profile's name.
 func (c Credentials) String() string {
+	if c.unknown != "" {
+		return "credentials not known yet (" + c.unknown + ")"
+	}
 	var parts []string
 	if c.File != "" {
 		parts = append(parts, "credentials file "+c.File)
@@ -138,6 +150,9 @@ func (f *Factory) read(path string) (string, error) {
 
 // keyOf returns the key of creds: the pinned content, else the file's content now.
 func (f *Factory) keyOf(creds Credentials) (credentialsKey, error) {
+	if creds.unknown != "" {
+		return credentialsKey{}, &CredentialsError{Err: errors.New(creds.unknown)}
+	}
 	key := credentialsKey{profile: creds.profile(), content: creds.pinned}
 	if creds.File == "" || key.content != "" {
 		return key, nil

@@ -224,3 +224,20 @@ func TestMissingCredentialsFileIsACredentialsFailure(t *testing.T) {
 		t.Errorf("error %v, want a credentials failure naming %s", err, missing)
 	}
 }
+
+// Credentials not known yet reach nothing: a transient failure saying why, for EC2 and STS.
+func TestUnknownCredentialsWait(t *testing.T) {
+	isolate(t)
+	creds := Unknown("waiting for the Kubernetes API: getting Secret velero/cloud: 503")
+	f := NewFactory()
+	_, clientErr := f.Client(context.Background(), "us-east-1", creds)
+	_, accountErr := f.Account(context.Background(), "us-east-1", creds)
+	for _, err := range []error{clientErr, accountErr} {
+		if !IsTransient(err) || !IsCredentialsFailure(err) || !strings.Contains(err.Error(), "waiting for the Kubernetes API") {
+			t.Errorf("error %v: want a transient credentials failure saying why", err)
+		}
+	}
+	if len(f.clients) != 0 {
+		t.Errorf("%d clients built for unknown credentials", len(f.clients))
+	}
+}
