@@ -119,7 +119,7 @@ func (s *state) read(ctx context.Context, what string, notFoundOK bool, call fun
 	case err == nil:
 		s.recovered()
 		return true, nil
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled): // the caller is gone; its deadline is an API too slow
 		return false, fmt.Errorf("%s: %w", what, ctx.Err())
 	case notFoundOK && apierrors.IsNotFound(err):
 		s.recovered()
