@@ -28,7 +28,7 @@ const (
 // Time limits of one call of Velero's into the plugin, applied as a context deadline by the
 // adapters: whatever EC2 or the Kubernetes API do, the call returns within its limit.
 const (
-	// ItemActionCallTimeout bounds one Progress, Cancel or Execute of an item action. Velero
+	// ItemActionCallTimeout bounds one Progress or Cancel of an item action. Velero
 	// calls Progress for every open operation one after another, every 10 seconds by default:
 	// one call that waits holds them all. A Progress cut short reports what it waits for and is
 	// called again at the next poll.
