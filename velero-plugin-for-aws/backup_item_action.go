@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"context"
 	"os"
 
 	"github.com/sirupsen/logrus"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
 
@@ -91,12 +91,17 @@ func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *ve
 	return ebs.Operation{Region: region, VolumeID: vol.VolumeID, Issued: a.clock.Now(), PV: vol.Name}, ""
 }
 
-// Progress reports the snapshot and its copy.
+// Progress reports the snapshot and its copy, within ec2api.ItemActionCallTimeout.
 func (a *SnapshotProgressAction) Progress(operationID string, backup *velerov1.Backup) (velero.OperationProgress, error) {
-	return a.tracker.Progress(context.Background(), operationID, backup)
+	ctx, cancel := callContext(ec2api.ItemActionCallTimeout)
+	defer cancel()
+	return a.tracker.Progress(ctx, operationID, backup)
 }
 
-// Cancel deletes the operation's copy if it is still pending.
+// Cancel deletes the operation's copy if it is still pending, within
+// ec2api.ItemActionCallTimeout.
 func (a *SnapshotProgressAction) Cancel(operationID string, backup *velerov1.Backup) error {
-	return a.tracker.Cancel(context.Background(), operationID, backup)
+	ctx, cancel := callContext(ec2api.ItemActionCallTimeout)
+	defer cancel()
+	return a.tracker.Cancel(ctx, operationID, backup)
 }

@@ -1,14 +1,13 @@
 package plugin
 
 import (
-	"context"
-
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	"k8s.io/utils/clock"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
 
@@ -57,9 +56,11 @@ func (a *VolumeRestoreAction) Execute(input *velero.RestoreItemActionExecuteInpu
 	return out, nil
 }
 
-// Progress reports the restored volume.
+// Progress reports the restored volume, within ec2api.ItemActionCallTimeout.
 func (a *VolumeRestoreAction) Progress(operationID string, restore *velerov1.Restore) (velero.OperationProgress, error) {
-	return a.watcher.Progress(context.Background(), operationID, restore)
+	ctx, cancel := callContext(ec2api.ItemActionCallTimeout)
+	defer cancel()
+	return a.watcher.Progress(ctx, operationID, restore)
 }
 
 // Cancel does nothing: a restored volume belongs to the cluster now.

@@ -20,6 +20,7 @@ type VolumeSnapshotter struct {
 	vault   VaultCredentials
 	log     logrus.FieldLogger
 	config  map[string]string
+	creds   ec2api.Credentials // the location's, as the last Init read them
 	s       *ebs.Snapshotter
 }
 
@@ -34,38 +35,54 @@ func NewVolumeSnapshotter(clients *ec2api.Factory, handoff *ebs.Handoff, vault V
 	return &VolumeSnapshotter{clients: clients, handoff: handoff, vault: vault, log: log}
 }
 
-// Init validates the location's config. Velero calls it again before every restored volume;
-// the same config keeps the snapshotter, and with it what it learnt from EC2.
+// Init validates the location's config. Velero calls it again before every restored volume,
+// having written the location's Secret to credentialsFile: a path named after the Secret and
+// key, which another location's Secret may share. The file's content is read here and the
+// snapshotter's clients keyed by it, whatever the path holds later. The same config and content
+// keep the snapshotter, and with it what it learnt from EC2.
 func (v *VolumeSnapshotter) Init(config map[string]string) error {
-	if v.s != nil && maps.Equal(config, v.config) {
-		return nil
-	}
 	cfg, err := ebs.ParseConfig(config)
 	if err != nil {
 		return err
 	}
+	if cfg.Credentials, err = v.clients.Pin(cfg.Credentials); err != nil {
+		return fmt.Errorf("the location's credentials: %w", err)
+	}
+	if v.s != nil && maps.Equal(config, v.config) && cfg.Credentials == v.creds {
+		return nil
+	}
 	opts := []ebs.Option{ebs.WithLogger(v.log), ebs.WithHandoff(v.handoff)}
 	if cfg.Vault.Enabled() {
-		config := maps.Clone(config)
+		config, own := maps.Clone(config), cfg.Credentials
 		opts = append(opts, ebs.WithVaultClients(func(ctx context.Context, region string) (ec2api.EC2, error) {
 			creds, err := v.vault(ctx, config) // read when needed: the Secret may change, and only deletions need it
 			if err != nil || creds == nil {
 				return nil, fmt.Errorf("the credentials of vault account %s: %w", cfg.Vault.AccountID, err)
 			}
+			if creds.File == own.File { // the location's own file: its content as Init read it
+				pinned := own
+				pinned.Profile = creds.Profile
+				creds = &pinned
+			}
 			return v.clients.Client(ctx, region, *creds)
 		}))
 	}
+	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
+	defer cancel()
 	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), opts...)
-	if err := s.ValidateRestoreZone(context.Background()); err != nil {
+	if err := s.ValidateRestoreZone(ctx); err != nil {
 		return err
 	}
-	v.s, v.config = s, maps.Clone(config)
+	v.s, v.config, v.creds = s, maps.Clone(config), cfg.Credentials
 	return nil
 }
 
-// CreateVolumeFromSnapshot creates a volume from the snapshot, or from its copy in this region.
+// CreateVolumeFromSnapshot creates a volume from the snapshot, or from its copy in this region,
+// within ec2api.SnapshotterCallTimeout.
 func (v *VolumeSnapshotter) CreateVolumeFromSnapshot(snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
-	return v.s.CreateVolumeFromSnapshot(context.Background(), snapshotID, volumeType, volumeAZ, iops)
+	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
+	defer cancel()
+	return v.s.CreateVolumeFromSnapshot(ctx, snapshotID, volumeType, volumeAZ, iops)
 }
 
 // GetVolumeID returns the EBS volume ID of an EBS-backed PV, and "" for any other PV (one of a
@@ -81,7 +98,9 @@ func (v *VolumeSnapshotter) GetVolumeID(item runtime.Unstructured) (string, erro
 // SetVolumeID points the PV at a restored volume, moving its zone and region metadata along
 // when the volume is in another AZ or region.
 func (v *VolumeSnapshotter) SetVolumeID(item runtime.Unstructured, volumeID string) (runtime.Unstructured, error) {
-	az, err := v.s.VolumeZone(context.Background(), volumeID)
+	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
+	defer cancel()
+	az, err := v.s.VolumeZone(ctx, volumeID)
 	if err != nil {
 		return nil, err
 	}
@@ -90,15 +109,23 @@ func (v *VolumeSnapshotter) SetVolumeID(item runtime.Unstructured, volumeID stri
 
 // GetVolumeInfo returns the volume's type and, for io1 and io2, its IOPS.
 func (v *VolumeSnapshotter) GetVolumeInfo(volumeID, volumeAZ string) (string, *int64, error) {
-	return v.s.GetVolumeInfo(context.Background(), volumeID)
+	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
+	defer cancel()
+	return v.s.GetVolumeInfo(ctx, volumeID)
 }
 
-// CreateSnapshot starts a snapshot and returns its ID without waiting for it to complete.
+// CreateSnapshot starts a snapshot and returns its ID without waiting for it to complete,
+// within ec2api.SnapshotterCallTimeout.
 func (v *VolumeSnapshotter) CreateSnapshot(volumeID, volumeAZ string, tags map[string]string) (string, error) {
-	return v.s.CreateSnapshot(context.Background(), volumeID, tags)
+	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
+	defer cancel()
+	return v.s.CreateSnapshot(ctx, volumeID, tags)
 }
 
-// DeleteSnapshot deletes the snapshot and every copy of it.
+// DeleteSnapshot deletes the snapshot and every copy of it, within
+// ec2api.SnapshotterCallTimeout.
 func (v *VolumeSnapshotter) DeleteSnapshot(snapshotID string) error {
-	return v.s.DeleteSnapshot(context.Background(), snapshotID)
+	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
+	defer cancel()
+	return v.s.DeleteSnapshot(ctx, snapshotID)
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -44,17 +45,30 @@ var knownConfigKeys = []string{
 	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
 }
 
-// ParseConfig validates a VolumeSnapshotLocation's config. Every error names the key and value.
+// tagCarriedKeys are the config keys whose values ride on every source snapshot as a tag (the
+// copy intent) and are not validated otherwise: a value longer than a tag value could not be
+// carried in full.
+var tagCarriedKeys = []string{ConfigCopyKMSKeyID, ConfigVaultKMSKeyID}
+
+// ParseConfig validates a VolumeSnapshotLocation's config. Every error names the key, and the
+// value of a known key; never the value of an unknown key, which may be a misplaced secret
+// that Velero would keep in the backup's log.
 func ParseConfig(m map[string]string) (Config, error) {
 	var unknown []string
 	for k := range m {
 		if !slices.Contains(knownConfigKeys, k) {
-			unknown = append(unknown, fmt.Sprintf("%q (value %q)", k, m[k]))
+			unknown = append(unknown, strconv.Quote(k))
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		return Config{}, fmt.Errorf("unknown config key %s (known keys: %s)", strings.Join(unknown, ", "), strings.Join(knownConfigKeys, ", "))
+	}
+	for _, k := range tagCarriedKeys {
+		if n := utf8.RuneCountInString(m[k]); n > maxTagValueLen {
+			return Config{}, fmt.Errorf("config key %q: its value has %d characters; it is carried in a snapshot tag, whose values hold at most %d",
+				k, n, maxTagValueLen)
+		}
 	}
 	c := Config{
 		Region:                  m[ConfigRegion],

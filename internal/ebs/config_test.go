@@ -1,6 +1,8 @@
 package ebs
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -8,6 +10,9 @@ import (
 
 // vaultID is a vault account's ID.
 const vaultID = "222222222222"
+
+// longAlias is a valid KMS alias ARN one character longer than a tag value.
+var longAlias = "arn:aws:kms:us-west-2:111111111111:alias/" + strings.Repeat("k", 257-len("arn:aws:kms:us-west-2:111111111111:alias/"))
 
 func TestParseConfig(t *testing.T) {
 	full := map[string]string{
@@ -52,7 +57,13 @@ func TestParseConfig(t *testing.T) {
 			want: Config{Region: srcRegion, CopyToRegion: dstRegion, CopyCompletionMinutes: 2880}},
 
 		{name: "unknown key", in: with("bucket", "b"), wantErr: []string{`"bucket"`, "unknown"}},
-		{name: "unknown keys sorted", in: with("zeta", "1", "alpha", "2"), wantErr: []string{`"alpha" (value "2"), "zeta" (value "1")`}},
+		{name: "unknown keys sorted", in: with("zeta", "1", "alpha", "2"), wantErr: []string{`"alpha", "zeta"`}},
+		{name: "copyKmsKeyId longer than a tag value", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyKMSKeyID, longAlias),
+			wantErr: []string{`"copyKmsKeyId"`, "257 characters", "at most 256"}},
+		{name: "vaultKmsKeyId longer than a tag value", in: with(ConfigVaultAccountID, vaultID, ConfigVaultProfile, "v", ConfigVaultKMSKeyID, longAlias),
+			wantErr: []string{`"vaultKmsKeyId"`, "257 characters", "at most 256"}},
+		{name: "copyKmsKeyId of a tag value's length", in: with(ConfigCopyToRegion, dstRegion, ConfigCopyKMSKeyID, longAlias[1:]),
+			want: Config{Region: srcRegion, CopyToRegion: dstRegion, CopyKMSKeyID: longAlias[1:]}},
 		{name: "key case matters", in: with("Region", srcRegion), wantErr: []string{`"Region"`}},
 		{name: "missing region", in: map[string]string{ConfigProfile: "p"}, wantErr: []string{`"region"`, "required"}},
 		{name: "empty region", in: map[string]string{ConfigRegion: ""}, wantErr: []string{`"region"`}},
@@ -101,6 +112,25 @@ func TestParseConfig(t *testing.T) {
 			wantErr(t, err, tt.wantErr...)
 			if err == nil && got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A secret put under a misspelt or misplaced key never reaches the error, which Velero keeps in
+// the backup's log: the key is named, its value is not.
+func TestUnknownConfigKeyErrorNeverPrintsTheValue(t *testing.T) {
+	const secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	for _, key := range []string{"awsSecretAccessKey", "aws_secret_access_key", "credentials"} {
+		t.Run(key, func(t *testing.T) {
+			_, err := ParseConfig(map[string]string{ConfigRegion: srcRegion, key: secret})
+			if err == nil || !strings.Contains(err.Error(), strconv.Quote(key)) || !strings.Contains(err.Error(), "unknown") {
+				t.Fatalf("error %v, want one naming unknown key %q", err, key)
+			}
+			for _, part := range []string{secret, secret[:8], "EXAMPLEKEY"} {
+				if strings.Contains(err.Error(), part) {
+					t.Errorf("error %q prints the value", err)
+				}
 			}
 		})
 	}

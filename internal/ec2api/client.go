@@ -2,7 +2,12 @@ package ec2api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +26,18 @@ type Credentials struct {
 	Profile string
 	// File is a shared credentials file to read instead of the default one.
 	File string
+	// pinned, when set by Factory.Pin, is the digest of File's content as read then: these
+	// credentials stand for that content whatever File holds later.
+	pinned string
+	// unknown, when set by Unknown, says why the credentials cannot be known yet.
+	unknown string
 }
+
+// Unknown returns credentials that are not known yet, because where they come from did not
+// answer (the Kubernetes API holding a location and its Secret): every client asked for them
+// fails with a CredentialsError saying why, which IsTransient reports as worth another try.
+// Nothing is sent with other credentials meanwhile.
+func Unknown(why string) Credentials { return Credentials{unknown: why} }
 
 // defaultProfile is the profile of a credentials file read without a profile named.
 const defaultProfile = "default"
@@ -40,6 +56,9 @@ func (c Credentials) profile() string {
 // String names where the credentials come from, for messages: never a secret, only the file's
 // path or the profile's name.
 func (c Credentials) String() string {
+	if c.unknown != "" {
+		return "credentials not known yet (" + c.unknown + ")"
+	}
 	var parts []string
 	if c.File != "" {
 		parts = append(parts, "credentials file "+c.File)
@@ -53,18 +72,33 @@ func (c Credentials) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// GoString keeps %#v as free of secrets as %v.
+func (c Credentials) GoString() string { return "ec2api.Credentials{" + c.String() + "}" }
+
 // Factory hands out EC2 and STS clients, one per region and credentials, built once per process
 // and reused, so that the retryer's and the limiter's view of EC2's rates is shared by every
 // caller; and remembers whose credentials they are.
+//
+// Credentials are told apart by what they are, not by where they are: a credentials file is
+// read at every use (it is small), and clients are keyed by a digest of its content, with the
+// profile and the region. Two locations share clients only when their credentials are the same,
+// and a file rewritten in place (a rotated key) takes effect at the next call; the SDK config is
+// loaded once per content.
 type Factory struct {
-	mu         sync.Mutex
+	mu sync.Mutex
+	// contents are the credentials files' contents by digest, as read.
+	contents   map[string][]byte
 	clients    map[clientKey]*clients
-	identities map[Credentials]Identity
+	identities map[credentialsKey]Identity
 }
+
+// credentialsKey tells credentials apart: the profile loaded and the digest of the credentials
+// file's content ("" without a file).
+type credentialsKey struct{ profile, content string }
 
 type clientKey struct {
 	region string
-	creds  Credentials
+	credentialsKey
 }
 
 // clients are the clients of one region and credentials, built from one AWS config.
@@ -75,7 +109,57 @@ type clients struct {
 
 // NewFactory returns an empty Factory.
 func NewFactory() *Factory {
-	return &Factory{clients: map[clientKey]*clients{}, identities: map[Credentials]Identity{}}
+	return &Factory{
+		contents:   map[string][]byte{},
+		clients:    map[clientKey]*clients{},
+		identities: map[credentialsKey]Identity{},
+	}
+}
+
+// Pin reads creds' credentials file now and returns credentials that stand for this content
+// whatever the file holds later: for a file another writer may rewrite with someone else's
+// credentials (Velero names the file it hands the VolumeSnapshotter after the Secret and key,
+// so two locations can share a path). Credentials without a file are returned as they are.
+func (f *Factory) Pin(creds Credentials) (Credentials, error) {
+	if creds.File == "" {
+		return creds, nil
+	}
+	digest, err := f.read(creds.File)
+	if err != nil {
+		return Credentials{}, err
+	}
+	creds.pinned = digest
+	return creds, nil
+}
+
+// read reads a credentials file and keeps its content under its digest, which it returns.
+func (f *Factory) read(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", &CredentialsError{Err: fmt.Errorf("reading credentials file %s: %w", path, err)}
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.contents[digest]; !ok {
+		f.contents[digest] = data
+	}
+	return digest, nil
+}
+
+// keyOf returns the key of creds: the pinned content, else the file's content now.
+func (f *Factory) keyOf(creds Credentials) (credentialsKey, error) {
+	if creds.unknown != "" {
+		return credentialsKey{}, &CredentialsError{Err: errors.New(creds.unknown)}
+	}
+	key := credentialsKey{profile: creds.profile(), content: creds.pinned}
+	if creds.File == "" || key.content != "" {
+		return key, nil
+	}
+	digest, err := f.read(creds.File)
+	key.content = digest
+	return key, err
 }
 
 // Client returns the EC2 client for region. Endpoints come from the SDK's standard settings
@@ -88,40 +172,74 @@ func (f *Factory) Client(ctx context.Context, region string, creds Credentials) 
 	return c.ec2, nil
 }
 
-// clientsFor returns the clients of region and creds, loading their AWS config the first time.
+// clientsFor returns the clients of region and creds, loading their AWS config the first time
+// their content is seen.
 func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentials) (*clients, error) {
-	key := clientKey{region: region, creds: creds}
+	ck, err := f.keyOf(creds)
+	if err != nil {
+		return nil, err
+	}
+	key := clientKey{region: region, credentialsKey: ck}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c, ok := f.clients[key]; ok {
 		return c, nil
 	}
-	loadOpts := []func(*config.LoadOptions) error{
-		config.WithRegion(region),
-		config.WithRetryer(newRetryer),
+	content, read := f.contents[ck.content]
+	if ck.content != "" && !read {
+		return nil, fmt.Errorf("%s were pinned by another Factory", creds)
 	}
-	if profile := creds.profile(); profile != "" {
-		loadOpts = append(loadOpts, config.WithSharedConfigProfile(profile))
-	}
-	if creds.File != "" {
-		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{creds.File}))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	cfg, err := loadConfig(ctx, region, ck.profile, content, ck.content != "")
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS config for region %s: %w", region, err)
-	}
-	if cfg.Credentials != nil {
-		cfg.Credentials = aws.NewCredentialsCache(markCredentialFailures{cfg.Credentials})
+		return nil, fmt.Errorf("loading AWS config for region %s with %s: %w", region, creds, err)
 	}
 	limiter := newRequestLimiter()
 	c := &clients{
 		ec2: ec2.NewFromConfig(cfg, func(o *ec2.Options) {
-			o.APIOptions = append(o.APIOptions, limiter.addTo)
+			o.APIOptions = append(o.APIOptions, limiter.addTo, nameEndpoint)
 		}),
-		sts: sts.NewFromConfig(cfg, func(o *sts.Options) { o.Retryer = boundedRetryer() }),
+		sts: sts.NewFromConfig(cfg, func(o *sts.Options) {
+			o.Retryer = boundedRetryer()
+			o.APIOptions = append(o.APIOptions, nameEndpoint)
+		}),
 	}
 	f.clients[key] = c
 	return c, nil
+}
+
+// loadConfig loads the SDK's config for region and profile, with the shared credentials file
+// content when hasFile. The SDK reads credentials files only by path, and only while loading:
+// content is written to a private file that lives as long as the load, so what is loaded is
+// exactly the content keyed, whatever the location's file holds by now.
+func loadConfig(ctx context.Context, region, profile string, content []byte, hasFile bool) (aws.Config, error) {
+	loadOpts := []func(*config.LoadOptions) error{
+		config.WithRegion(region),
+		config.WithRetryer(newRetryer),
+		config.WithHTTPClient(newHTTPClient()),
+	}
+	if profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(profile))
+	}
+	if hasFile {
+		dir, err := os.MkdirTemp("", "velero-async-aws-config-") // mode 0700
+		if err != nil {
+			return aws.Config{}, err
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "credentials")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return aws.Config{}, err
+		}
+		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{path}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	if cfg.Credentials != nil {
+		cfg.Credentials = aws.NewCredentialsCache(markCredentialFailures{cfg.Credentials})
+	}
+	return cfg, nil
 }
 
 // Regional is a source of EC2 clients by region, with the credentials already chosen.

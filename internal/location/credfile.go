@@ -2,6 +2,8 @@ package location
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +21,17 @@ const (
 func fileNamePart(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) && !strings.ContainsRune(s, 0)
 }
+
+// credentialsFileName names the file of a Secret key: a digest of the namespace, the Secret's
+// name and the key, so that no two Secret keys ever share a file (Velero's own
+// "<secret>-<key>" gives Secret "aws-account" key "a" and Secret "aws" key "account-a" one file).
+func credentialsFileName(ns, secret, key string) string {
+	sum := sha256.Sum256([]byte(ns + "\x00" + secret + "\x00" + key))
+	return "secret-" + hex.EncodeToString(sum[:credentialsNameBytes])
+}
+
+// credentialsNameBytes is how many bytes of the digest name a credentials file: 128 bits.
+const credentialsNameBytes = 16
 
 // credentialsDir returns <tempDir>/velero-async-credentials/<ns>, created private to the
 // process's user: a directory another user owns cannot be made private and is refused.

@@ -2,27 +2,50 @@ package location
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// unavailableError says the Kubernetes API cannot be used: no config, Forbidden, Unauthorized,
-// unreachable, or not serving Velero's API.
+// unavailableError says the Kubernetes API cannot be used. It is definite when the API answered
+// that the plugin may not read (Forbidden, Unauthorized), does not serve Velero's API, or no
+// client can be built (no config): the item actions then use the default credential chain.
+// It is transient when the API did not answer, or answered that it cannot now (a timeout,
+// 429, 5xx, a refused or dropped connection): the operations then wait, keeping what was read
+// last, and never switch credentials.
 type unavailableError struct {
-	what string
-	err  error
+	what      string
+	err       error
+	transient bool
 }
 
 func (e *unavailableError) Error() string { return e.what + ": " + e.err.Error() }
 func (e *unavailableError) Unwrap() error { return e.err }
+
+// transientAPIError reports whether err says nothing definite about the plugin's access: no
+// answer at all (a network error, the request's time limit), or an answer saying "not now".
+func transientAPIError(err error) bool {
+	if meta.IsNoMatchError(err) {
+		return false // the API answered: it does not serve Velero's kinds
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	code := status.Status().Code
+	return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError ||
+		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+}
 
 // newDefaultReader builds a client from clientcmd's default loading rules: KUBECONFIG (or
 // ~/.kube/config), else the in-cluster config, as Velero's client.Factory does.
@@ -54,7 +77,7 @@ func (s *state) client() (client.Reader, error) {
 			return
 		}
 		rd, err := s.newReader()
-		if err != nil {
+		if err != nil { // no config: as definite as an answer
 			s.initErr = &unavailableError{what: "building a Kubernetes client", err: err}
 			return
 		}
@@ -74,12 +97,17 @@ func (s *state) lost(log logrus.FieldLogger, u *unavailableError) {
 		return
 	}
 	s.downLogged = true
+	if u.transient {
+		log.WithError(u).Warn("The Kubernetes API does not answer: item actions keep the VolumeSnapshotLocations' credentials read last, and operations whose credentials are not known yet wait")
+		return
+	}
 	log.WithError(u).Warn("No Kubernetes API access: item actions use the default AWS credential chain, not the VolumeSnapshotLocations' credentials, until access returns")
 }
 
 // read runs one API call under the request timeout. It returns found=false for NotFound when
-// notFoundOK, an *unavailableError for a lost API and the caller's context error as is. s.mu is
-// held.
+// notFoundOK, an *unavailableError for a lost API and the caller's context error as is. A
+// failure is remembered for the cache TTL, so the other calls of a reconcile do not each wait
+// for the API again. s.mu is held.
 func (s *state) read(ctx context.Context, what string, notFoundOK bool, call func(context.Context) error) (bool, error) {
 	if s.downErr != nil && s.clock.Now().Before(s.downUntil) {
 		return false, s.downErr
@@ -91,15 +119,22 @@ func (s *state) read(ctx context.Context, what string, notFoundOK bool, call fun
 	case err == nil:
 		s.recovered()
 		return true, nil
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled): // the caller is gone; its deadline is an API too slow
 		return false, fmt.Errorf("%s: %w", what, ctx.Err())
 	case notFoundOK && apierrors.IsNotFound(err):
 		s.recovered()
 		return false, nil
 	}
-	u := &unavailableError{what: what, err: err}
+	u := &unavailableError{what: what, err: err, transient: transientAPIError(err)}
 	s.downErr, s.downUntil = u, s.clock.Now().Add(s.ttl)
 	return false, u
+}
+
+// blip reports whether err is a transient failure of the API: what was read last is kept
+// then, expired or not, rather than switching credentials.
+func blip(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u) && u.transient
 }
 
 func (s *state) recovered() {
@@ -112,14 +147,18 @@ func (s *state) recovered() {
 func (s *state) listLocations(ctx context.Context, rd client.Reader, ns string) ([]velerov1.VolumeSnapshotLocation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.vsls[ns]; ok && s.clock.Now().Before(e.expires) {
-		return e.val, nil
+	last, cached := s.vsls[ns]
+	if cached && s.clock.Now().Before(last.expires) {
+		return last.val, nil
 	}
 	var list velerov1.VolumeSnapshotLocationList
 	what := "listing VolumeSnapshotLocations in namespace " + ns
 	if _, err := s.read(ctx, what, false, func(ctx context.Context) error {
 		return rd.List(ctx, &list, client.InNamespace(ns))
 	}); err != nil {
+		if cached && blip(err) {
+			return last.val, nil
+		}
 		return nil, err
 	}
 	s.vsls[ns] = entry[[]velerov1.VolumeSnapshotLocation]{val: list.Items, found: true, expires: s.clock.Now().Add(s.ttl)}
@@ -139,14 +178,18 @@ func get[T client.Object](ctx context.Context, s *state, rd client.Reader, cache
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var zero T
-	if e, ok := cache[key]; ok && s.clock.Now().Before(e.expires) {
-		return e.val, e.found, nil
+	last, cached := cache[key]
+	if cached && s.clock.Now().Before(last.expires) {
+		return last.val, last.found, nil
 	}
 	obj := newObj()
 	found, err := s.read(ctx, fmt.Sprintf("getting %s %s", kind, key), true, func(ctx context.Context) error {
 		return rd.Get(ctx, key, obj)
 	})
 	if err != nil {
+		if cached && blip(err) {
+			return last.val, last.found, nil
+		}
 		return zero, false, err
 	}
 	if !found {

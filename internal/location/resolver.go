@@ -7,7 +7,13 @@
 // credentialsFile the user set (internal/volume/snapshotlocation.go and
 // internal/credentials/file_store.go in Velero). The item actions get only the Backup or
 // Restore, so a Resolver reads the locations, the Backup and the Secrets from the Kubernetes API
-// and does the same, writing the Secret key to a private file of its own.
+// and does the same, writing the Secret key to a private file of its own, named by a digest of
+// the namespace, the Secret and the key, so that no two Secret keys share a file.
+//
+// Only a definite answer of the API (Forbidden, Unauthorized, not serving Velero's API, no
+// client config) makes the item actions use the default credential chain. An API that does not
+// answer, or answers "not now" (timeouts, 429, 5xx), keeps what was read last; with nothing
+// read yet the locations' credentials are ec2api.Unknown, and the operations wait.
 //
 // Velero fills a Backup's spec.volumeSnapshotLocations with the location it chose for each
 // provider (the one named, the server's default or the only one) and persists it before any
@@ -208,7 +214,7 @@ func (r *Resolver) ForBackup(ctx context.Context, backup *velerov1.Backup, regio
 	ns := r.namespaceOf(backup.Namespace)
 	rd, err := r.client()
 	if err != nil {
-		return r.fallback(err)
+		return r.fallback(err, backup.Spec.VolumeSnapshotLocations)
 	}
 	subject := fmt.Sprintf("backup %s/%s", ns, backup.Name)
 	return r.choose(ctx, rd, ns, subject, backup.Spec.VolumeSnapshotLocations, region, "")
@@ -223,7 +229,7 @@ func (r *Resolver) ForRestore(ctx context.Context, restore *velerov1.Restore, re
 	ns := r.namespaceOf(restore.Namespace)
 	rd, err := r.client()
 	if err != nil {
-		return r.fallback(err)
+		return r.fallback(err, nil)
 	}
 	name := restore.Spec.BackupName
 	if name == "" {
@@ -232,7 +238,7 @@ func (r *Resolver) ForRestore(ctx context.Context, restore *velerov1.Restore, re
 	}
 	backup, found, err := r.getBackup(ctx, rd, ns, name)
 	if err != nil {
-		return r.fallback(err)
+		return r.fallback(err, nil)
 	}
 	subject := fmt.Sprintf("backup %s/%s", ns, name)
 	if !found {
@@ -254,15 +260,35 @@ func defaultChain(note string) Choice {
 	return Choice{Locations: []Location{{}}, Note: note}
 }
 
-// fallback turns a lost API access into the default chain; other errors are returned.
-func (r *Resolver) fallback(err error) (Choice, error) {
+// fallback turns a lost API access into the default chain, and an API that does not answer
+// into locations whose credentials are not known yet (those of named, when names are known):
+// the operations wait, and nothing is sent with other credentials. Other errors are returned.
+func (r *Resolver) fallback(err error, named []string) (Choice, error) {
 	var u *unavailableError
-	if errors.As(err, &u) {
-		r.lost(r.log, u)
+	if !errors.As(err, &u) {
+		return Choice{}, err
+	}
+	r.lost(r.log, u)
+	if !u.transient {
 		return defaultChain("no Kubernetes API access (" + u.Error() + ")" + defaultChainSuffix), nil
 	}
-	return Choice{}, err
+	if len(named) == 0 {
+		named = []string{""}
+	}
+	var c Choice
+	for _, name := range named {
+		c.Locations = append(c.Locations, waitingFor(name, u))
+	}
+	return c, nil
 }
+
+// waitingFor is a location whose credentials the API did not answer with.
+func waitingFor(name string, u *unavailableError) Location {
+	return Location{Name: name, Credentials: ec2api.Unknown(waitingPrefix + u.Error())}
+}
+
+// waitingPrefix starts what an operation waiting for the API says.
+const waitingPrefix = "waiting for the Kubernetes API: "
 
 // choose picks among the namespace's locations: the named ones of the provider, else all of
 // the provider; then those of region. unknown, when set, says why no names are known.
@@ -270,7 +296,7 @@ func (r *Resolver) choose(ctx context.Context, rd client.Reader, ns, subject str
 	var notes []string
 	all, err := r.listLocations(ctx, rd, ns)
 	if err != nil {
-		return r.fallback(err)
+		return r.fallback(err, named)
 	}
 	byName := map[string]*velerov1.VolumeSnapshotLocation{}
 	var mine []*velerov1.VolumeSnapshotLocation
@@ -359,12 +385,20 @@ func (r *Resolver) choose(ctx context.Context, rd client.Reader, ns, subject str
 	choice := Choice{Note: strings.Join(notes, "; ")}
 	for _, v := range cands {
 		loc, err := r.location(ctx, rd, ns, v)
-		if err != nil {
-			var ce *CredentialError
-			if errors.As(err, &ce) {
-				return Choice{}, err
+		var ce *CredentialError
+		var u *unavailableError
+		switch {
+		case errors.As(err, &ce):
+			return Choice{}, err
+		case errors.As(err, &u) && u.transient:
+			r.lost(r.log, u)
+			loc = waitingFor(v.Name, u)
+			if v.Spec.Config[ConfigVaultAccountID] != "" {
+				vault := loc.Credentials
+				loc.Vault = &vault
 			}
-			return r.fallback(err)
+		case err != nil:
+			return r.fallback(err, nil)
 		}
 		choice.Locations = append(choice.Locations, loc)
 	}
@@ -441,7 +475,7 @@ func (r *Resolver) credentialsFile(ctx context.Context, rd client.Reader, ns, lo
 	if !ok {
 		return "", cerr(ErrKeyNotFound)
 	}
-	path, err := r.writeFile(ns, sel.Name+"-"+sel.Key, data)
+	path, err := r.writeFile(ns, credentialsFileName(ns, sel.Name, sel.Key), data)
 	if err != nil {
 		return "", cerr(err)
 	}

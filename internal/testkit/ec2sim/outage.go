@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -17,6 +18,11 @@ const (
 	OutageNoAnswer OutageMode = "no-answer"
 	// OutageUnavailable answers every request 503 Unavailable.
 	OutageUnavailable OutageMode = "unavailable"
+	// OutageSilent accepts every request and never answers while the region is down: what a
+	// black-holed network path or a hung proxy looks like. A request held when the region
+	// comes back is served then, unless its client has given up; one whose client gives up
+	// has no effect.
+	OutageSilent OutageMode = "silent"
 )
 
 // Outage describes a region that is down.
@@ -33,6 +39,8 @@ type Outage struct {
 type outage struct {
 	Outage
 	since time.Time
+	// back is closed when the region comes back, releasing the requests a silent outage holds.
+	back chan struct{}
 }
 
 // outcomeRegionDown counts, in the stats, the requests a region that is down did not serve.
@@ -48,9 +56,9 @@ func (s *Simulator) TakeDown(region string, o Outage) error {
 	switch o.Mode {
 	case "":
 		o.Mode = OutageNoAnswer
-	case OutageNoAnswer, OutageUnavailable:
+	case OutageNoAnswer, OutageUnavailable, OutageSilent:
 	default:
-		return fmt.Errorf("outage mode %q: want %q or %q", o.Mode, OutageNoAnswer, OutageUnavailable)
+		return fmt.Errorf("outage mode %q: want %q, %q or %q", o.Mode, OutageNoAnswer, OutageUnavailable, OutageSilent)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,7 +66,7 @@ func (s *Simulator) TakeDown(region string, o Outage) error {
 		s.outages = map[string]outage{}
 	}
 	if _, down := s.outages[region]; !down {
-		s.outages[region] = outage{Outage: o, since: s.clock.Now()}
+		s.outages[region] = outage{Outage: o, since: s.clock.Now(), back: make(chan struct{})}
 	}
 	return nil
 }
@@ -73,6 +81,7 @@ func (s *Simulator) BringUp(region string) {
 		return
 	}
 	delete(s.outages, region)
+	close(o.back)
 	if !o.Frozen {
 		return
 	}
@@ -89,6 +98,26 @@ func (s *Simulator) Down() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Sorted(maps.Keys(s.outages))
+}
+
+// holdIfSilent holds a request to a region that is silently down until the region comes back
+// or the request's client gives up (ctx ends), counting it as "RegionDown". It reports whether
+// the request is to be served.
+func (s *Simulator) holdIfSilent(ctx context.Context, q *request) bool {
+	s.mu.Lock()
+	o, down := s.outages[q.region]
+	if !down || o.Mode != OutageSilent {
+		s.mu.Unlock()
+		return true
+	}
+	s.count(q.account, q.region, q.action, outcomeRegionDown)
+	s.mu.Unlock()
+	select {
+	case <-o.back:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // refuseIfDown answers a request to a region that is down, or returns nil. Callers hold s.mu.

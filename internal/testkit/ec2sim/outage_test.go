@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -73,5 +74,46 @@ func TestOutage(t *testing.T) {
 	f := start(t, Config{})
 	if err := f.srv.Sim.TakeDown("us-east-1", Outage{Mode: "flaky"}); err == nil {
 		t.Error("TakeDown accepted an unknown mode")
+	}
+}
+
+// TestSilentOutage: a silently down region accepts requests and never answers; a request whose
+// client gives up has no effect, and one still waiting when the region returns is served.
+func TestSilentOutage(t *testing.T) {
+	f := start(t, Config{})
+	vol := f.volume("us-east-1", VolumeSpec{})
+	if err := f.srv.Sim.TakeDown("us-east-1", Outage{Mode: OutageSilent}); err != nil {
+		t.Fatal(err)
+	}
+	const giveUp = 200 * time.Millisecond
+	gaveUp, cancel := context.WithTimeout(ctx, giveUp)
+	defer cancel()
+	start := time.Now()
+	_, err := f.client("us-east-1").CreateSnapshot(gaveUp, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
+	if err == nil || time.Since(start) < giveUp {
+		t.Fatalf("CreateSnapshot to a silent region: %v after %v, want no answer until the client gives up", err, time.Since(start))
+	}
+	if n := len(f.srv.Sim.Snapshots("us-east-1")); n != 0 {
+		t.Errorf("%d snapshots made by a request nobody answered, want none", n)
+	}
+	if _, err := f.client("us-west-2").DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{}); err != nil {
+		t.Errorf("us-west-2 while us-east-1 is silent: %v", err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, err := f.client("us-east-1").DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{vol}})
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		t.Fatalf("answered while silent: %v", err)
+	case <-time.After(giveUp):
+	}
+	f.srv.Sim.BringUp("us-east-1")
+	if err := <-held; err != nil {
+		t.Errorf("a request held until the region returned: %v", err)
+	}
+	if n := f.srv.Sim.Stats().Calls["us-east-1"]["CreateSnapshot"][outcomeRegionDown]; n != 1 {
+		t.Errorf("%d CreateSnapshot counted RegionDown, want 1", n)
 	}
 }

@@ -71,6 +71,9 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.ids.on {
 		q.account, q.authErr = s.authenticate(r, raw, q.region)
 	}
+	if !s.holdIfSilent(r.Context(), q) {
+		return
+	}
 	body, status, dropped := s.handle(q)
 	if dropped == dropConnection {
 		if hj, ok := w.(http.Hijacker); ok {
