@@ -160,12 +160,18 @@ func (w *world) deleter(kind deletionKind) (s *ebs.Snapshotter, reachesAll bool)
 }
 
 // deleteBackup is a deletion of the backup: DeleteSnapshot of every snapshot Velero recorded.
-// When hookAfter is not negative, a reconcile runs after that many of the deletion's requests:
-// Velero's operations controller working on the backup meanwhile.
-func (w *world) deleteBackup(kind deletionKind, hookAfter int) {
+// When hookAfter is not negative, a reconcile runs after that many of the deletion's requests
+// and hookDelay more of fake time (the deletion's requests take time): Velero's operations
+// controller working on the backup meanwhile.
+func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Duration) {
 	s, reachesAll := w.deleter(kind)
 	if hookAfter >= 0 && !w.deleted {
-		w.hook, w.hookAt = w.reconcile, len(w.requests)+hookAfter
+		w.hook = func() {
+			w.clk.Step(hookDelay)
+			w.logf("velero: (during the deletion, %s later) reconcile", hookDelay)
+			w.reconcile()
+		}
+		w.hookAt = len(w.requests) + hookAfter
 		w.logf("velero: deletion by %s, a reconcile after %d of its requests", kind, hookAfter)
 	} else {
 		w.logf("velero: deletion by %s", kind)
@@ -224,14 +230,9 @@ func (w *world) otherInstallSnapshot(withUID bool, pv string) {
 // this backup) into the copy region with its own tags: a pending copy not of this plugin.
 func (w *world) toolCopy(ofOurs bool) {
 	var src string
-	if ofOurs {
-		for _, op := range w.ops {
-			if op.snapshotID != "" && !op.upstream {
-				src = op.snapshotID
-				break
-			}
-		}
-	} else {
+	if op := w.recordedOne(); ofOurs && op != nil {
+		src = op.snapshotID
+	} else if !ofOurs {
 		for id, f := range w.foreign {
 			if f.region == sourceRegion && (src == "" || id < src) {
 				src = id
@@ -258,17 +259,25 @@ func (w *world) toolCopy(ofOurs bool) {
 
 // toolTag is another tool tagging a snapshot Velero recorded for this backup with its own tag.
 func (w *world) toolTag() {
-	for _, op := range w.ops {
-		if op.snapshotID == "" || op.upstream {
-			continue
-		}
-		_, err := w.other(sourceRegion).CreateTags(context.Background(), &ec2.CreateTagsInput{
-			Resources: []string{op.snapshotID}, Tags: tagList(map[string]string{"backup-tool/checked": "true"}),
-		})
-		w.logf("tool: tag %s backup-tool/checked -> %v", op.snapshotID, err)
+	op := w.recordedOne()
+	if op == nil {
+		w.logf("tool: nothing to tag")
 		return
 	}
-	w.logf("tool: nothing to tag")
+	_, err := w.other(sourceRegion).CreateTags(context.Background(), &ec2.CreateTagsInput{
+		Resources: []string{op.snapshotID}, Tags: tagList(map[string]string{"backup-tool/checked": "true"}),
+	})
+	w.logf("tool: tag %s backup-tool/checked -> %v", op.snapshotID, err)
+}
+
+// recordedOne returns the first operation with a snapshot this plugin took, or nil.
+func (w *world) recordedOne() *operation {
+	for _, op := range w.ops {
+		if op.snapshotID != "" && !op.upstream {
+			return op
+		}
+	}
+	return nil
 }
 
 // String names an operation's state for the trace.

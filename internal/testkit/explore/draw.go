@@ -11,9 +11,12 @@ import (
 const (
 	maxPVs   = 3
 	minSteps = 4
-	maxSteps = 40
+	maxSteps = 60
 	// faultFreeIn10 is how many steps in ten run on a healthy EC2.
 	faultFreeIn10 = 6
+	// pollReconciles reconciles, pollEvery apart, make one poll: Velero's sync period over a minute.
+	pollReconciles = 3
+	pollEvery      = 20 * time.Second
 )
 
 // Actor kinds: who takes the next step.
@@ -21,6 +24,7 @@ const (
 	actExecute      = "velero: Execute"
 	actCreate       = "velero: CreateSnapshot"
 	actReconcile    = "velero: reconcile"
+	actPoll         = "velero: poll for a minute"
 	actRestart      = "velero: server restart"
 	actDelete       = "velero: delete backup"
 	actAdvance      = "clock: advance"
@@ -41,6 +45,8 @@ var (
 	pvNames         = []string{"pvc-1", "pvc-2", "pvc-3"}
 	maxForeign      = 4
 	maxHookRequests = 12
+	// hookDelays are how long after a deletion's request a reconcile may come.
+	hookDelays = []time.Duration{0, 5 * time.Second, 30 * time.Second}
 )
 
 // drawSetup draws what the users configured.
@@ -97,7 +103,7 @@ func (w *world) enabled() []string {
 	}
 	waiting := w.waiting()
 	if w.itemPhaseDone() && waiting && !w.deleted {
-		out = append(out, actReconcile)
+		out = append(out, actReconcile, actPoll)
 		if !w.restarted {
 			out = append(out, actRestart)
 		}
@@ -114,7 +120,9 @@ func (w *world) enabled() []string {
 	if len(w.foreign) < maxForeign {
 		out = append(out, actOtherInstall, actToolCopy)
 	}
-	out = append(out, actToolTag)
+	if w.recordedOne() != nil {
+		out = append(out, actToolTag)
+	}
 	return out
 }
 
@@ -147,6 +155,11 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.create(rapid.SampledFrom(w.uncreated()).Draw(t, "PV"))
 	case actReconcile:
 		w.reconcile()
+	case actPoll:
+		for range pollReconciles {
+			w.advance(pollEvery)
+			w.reconcile()
+		}
 	case actRestart:
 		w.restart()
 	case actDelete:
@@ -159,7 +172,12 @@ func (w *world) step(t *rapid.T, actor string) {
 			kinds = append(kinds, deleteByVaultRecovery)
 		}
 		kind := rapid.SampledFrom(kinds).Draw(t, "deleted by")
-		w.deleteBackup(kind, rapid.IntRange(-1, maxHookRequests).Draw(t, "reconcile after requests (-1: none)"))
+		after := rapid.IntRange(-1, maxHookRequests).Draw(t, "reconcile after requests (-1: none)")
+		var delay time.Duration
+		if after >= 0 {
+			delay = rapid.SampledFrom(hookDelays).Draw(t, "reconcile delay")
+		}
+		w.deleteBackup(kind, after, delay)
 	case actAdvance:
 		choices := advances
 		if len(w.uncreated()) > 0 {

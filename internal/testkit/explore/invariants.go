@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -50,6 +51,9 @@ func (v violation) String() string { return string(v.cat) + ": " + v.detail }
 // violate records a broken promise in the world and its trace.
 func (w *world) violate(cat category, format string, args ...any) {
 	v := violation{cat: cat, detail: fmt.Sprintf(format, args...)}
+	if slices.Contains(w.violations, v) {
+		return // reported at an earlier step
+	}
 	w.violations = append(w.violations, v)
 	w.logf("VIOLATION %s", v)
 }
@@ -109,7 +113,7 @@ func (w *world) checkStep() {
 		if lockedNow(s) {
 			w.locked[s.ID] = true
 		}
-		if w.setup.retain && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
+		if w.setup.retain && s.State == "completed" && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
 			w.retained[s.ID] = true
 		}
 		if s.SourceSnapshotID == "" || s.DeletePending {
@@ -239,6 +243,8 @@ func (w *world) checkDeleted() {
 		}
 		op := w.opOfVolume(s.VolumeID)
 		switch {
+		case s.SourceSnapshotID != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
+			w.violate(catVaultCopyNotInVault, "the \"vault copy\" %s of %s is left in %s of %s, the account of the vault credentials", s.ID, s.SourceSnapshotID, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "":
 			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case s.SourceSnapshotID != "":

@@ -55,7 +55,7 @@ func (w *world) settle() {
 	for try := 0; w.deletions == 0 && try < deletionTries; try++ {
 		w.clk.Step(w.lag())
 		w.deleted = false
-		w.deleteBackup(deleteBySource, -1)
+		w.deleteBackup(deleteBySource, -1, 0)
 		w.checkStep()
 	}
 	w.clk.Step(2*w.lag() + settleEvery)
