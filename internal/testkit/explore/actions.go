@@ -87,6 +87,7 @@ func (w *world) reconcile() {
 			done, total int64
 		}
 		var err error
+		op.polled = true
 		if !w.onClock(func(ctx context.Context) {
 			pr, e := tr.Progress(ctx, op.id, b)
 			p.completed, p.desc, p.perr, p.done, p.total, err = pr.Completed, pr.Description, pr.Err, pr.NCompleted, pr.NTotal, e

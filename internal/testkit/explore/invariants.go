@@ -245,6 +245,10 @@ func (w *world) checkDeleted() {
 		switch {
 		case s.SourceSnapshotID != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
 			w.violate(catVaultCopyNotInVault, "the \"vault copy\" %s of %s is left in %s of %s, the account of the vault credentials", s.ID, s.SourceSnapshotID, s.Region, s.Account)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && !op.polled:
+			// Velero deleted the backup before it asked for the operation's progress: nothing
+			// told the plugin of this snapshot, whose ID Velero never had.
+			w.logf("left: %s of %s, whose CreateSnapshot failed, deleted before any Progress", s.ID, op.pv)
 		case op != nil && op.snapshotID == "" && op.createErr != "":
 			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case s.SourceSnapshotID != "":

@@ -144,8 +144,10 @@ type operation struct {
 	snapshotID   string // what CreateSnapshot returned; "" until then or when it failed
 	createErr    string
 	state        opState
-	result       string
-	cancelledAt  time.Time
+	polled       bool // whether Velero has asked for the operation's progress
+
+	result      string
+	cancelledAt time.Time
 }
 
 // foreignSnapshot is another install's or tool's snapshot as it was made.
