@@ -26,6 +26,19 @@ func (w *world) execute(i int) {
 	w.logf("velero: Execute %s -> operation %s", op.pv, op.id)
 }
 
+// createInterleaved is create(i) with another worker's Execute and CreateSnapshot of PV j
+// running after `after` of its requests, in the same plugin process.
+func (w *world) createInterleaved(i, j, after int) {
+	w.hook = func() {
+		w.logf("velero: (another ItemBlock worker, during CreateSnapshot %s)", w.ops[i].pv)
+		w.execute(j)
+		w.create(j)
+	}
+	w.hookAt = len(w.requests) + after
+	w.create(i)
+	w.hook, w.hookAt = nil, -1
+}
+
 // create is the worker asking for PV i's snapshot: through this plugin, in the item phase's
 // process, or through the upstream plugin's location.
 func (w *world) create(i int) {

@@ -152,7 +152,13 @@ func (w *world) step(t *rapid.T, actor string) {
 	case actExecute:
 		w.execute(rapid.SampledFrom(w.unexecuted()).Draw(t, "PV"))
 	case actCreate:
-		w.create(rapid.SampledFrom(w.uncreated()).Draw(t, "PV"))
+		i := rapid.SampledFrom(w.uncreated()).Draw(t, "PV")
+		others := slices.DeleteFunc(w.unexecuted(), func(j int) bool { return w.ops[j].upstream || w.ops[i].upstream })
+		if len(others) == 0 || rapid.Bool().Draw(t, "alone") {
+			w.create(i)
+			return
+		}
+		w.createInterleaved(i, rapid.SampledFrom(others).Draw(t, "another worker's PV"), rapid.IntRange(0, maxHookRequests).Draw(t, "after requests"))
 	case actReconcile:
 		w.reconcile()
 	case actPoll:

@@ -175,6 +175,8 @@ type world struct {
 	// hook runs once when the request count passes hookAt: another actor's step inside a call.
 	hook   func()
 	hookAt int
+	// callCtx is the context of the plugin call under way, nil between calls.
+	callCtx context.Context
 
 	handoff     *ebs.Handoff
 	snapshotter *ebs.Snapshotter // the item phase's plugin process
@@ -340,10 +342,19 @@ func (w *world) waiting() bool {
 }
 
 // onClock runs fn while stepping the fake clock whenever fn waits on it. It reports false when
-// fn did not return within the real or fake limits (the call hangs).
+// fn did not return within the real or fake limits (the call hangs). A call made by a hook
+// inside another call runs in that call's goroutine, on the clock the outer call steps.
 func (w *world) onClock(fn func(ctx context.Context)) bool {
+	if w.callCtx != nil {
+		fn(w.callCtx)
+		return true
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	w.callCtx = ctx
+	defer func() {
+		cancel()
+		w.callCtx = nil
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
