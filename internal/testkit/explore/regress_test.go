@@ -224,3 +224,42 @@ func TestRegressions(t *testing.T) {
 		})
 	}
 }
+
+// TestAHealthyBackupKeepsEveryPromise checks the checks: a backup on a healthy EC2, followed to
+// the end and deleted, breaks no promise, whatever the location asks for.
+func TestAHealthyBackupKeepsEveryPromise(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup setup
+	}{
+		{"no copy", twoPVs(setup{timeout: dayTimeout, seed: 21})},
+		{"copy to another region", twoPVs(setup{copyTo: true, listingLag: 5 * time.Second, timeout: dayTimeout, seed: 22})},
+		{"copy and locked vault copy", twoPVs(setup{copyTo: true, vault: true, vaultRegion: farRegion, lock: true,
+			vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount, timeout: dayTimeout, seed: 23})},
+		{"vault copy kept on deletion", twoPVs(setup{vault: true, vaultRegion: copyRegion, retain: true,
+			vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount, timeout: dayTimeout, seed: 24})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := newWorld(tt.setup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.otherInstallSnapshot(true, "pvc-1")
+			w.runAll()
+			w.pollUntilEnded()
+			w.settle()
+			for _, op := range w.ops {
+				if op.state != opCompleted {
+					t.Errorf("%s", op)
+				}
+			}
+			for _, v := range w.violations {
+				t.Errorf("%s", v)
+			}
+			if t.Failed() {
+				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+			}
+		})
+	}
+}
