@@ -108,6 +108,7 @@ func (w *world) reconcile() {
 			w.violate(catHung, "Progress of %s did not return", op.pv)
 			continue
 		}
+		op.total = p.total
 		switch {
 		case err != nil:
 			op.state, op.result = opFailed, err.Error()

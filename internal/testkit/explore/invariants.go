@@ -17,7 +17,7 @@ type category string
 // The promises the explorer checks, by what the user would see broken.
 const (
 	// An operation completed without error…
-	catCompletedWithoutSnapshot category = "completed while its snapshot is missing or not completed"
+	catCompletedWithoutSnapshot category = "completed without following its snapshot, or while it is missing or not completed"
 	catCompletedWithoutCopy     category = "completed without the copy it asked for"
 	catVaultCopyNotInVault      category = "completed with a vault copy that is not in the vault account"
 	catOtherProviderNoCopy      category = "completed without its copy, the PV snapshotted by another provider's location"
@@ -168,6 +168,10 @@ func (w *world) checkCompleted(op *operation) {
 	}
 	snaps := w.everything()
 	src, ok := snaps[op.snapshotID]
+	if op.total == 0 {
+		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) following no snapshot, while Velero recorded %s (%s)", op.pv, op.result, op.snapshotID, stateOf(src, ok))
+		return
+	}
 	if !ok || src.State != "completed" {
 		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) while its snapshot %s is %s", op.pv, op.result, op.snapshotID, stateOf(src, ok))
 		return

@@ -144,7 +144,8 @@ type operation struct {
 	snapshotID   string // what CreateSnapshot returned; "" until then or when it failed
 	createErr    string
 	state        opState
-	polled       bool // whether Velero has asked for the operation's progress
+	polled       bool  // whether Velero has asked for the operation's progress
+	total        int64 // the progress units the last Progress reported
 
 	result      string
 	cancelledAt time.Time
