@@ -111,13 +111,13 @@ func (s setup) String() string {
 		parts = append(parts, pv+by)
 	}
 	cfg := s.config()
-	keys := make([]string, 0, len(cfg))
+	names := make([]string, 0, len(cfg))
 	for k := range cfg {
-		keys = append(keys, k)
+		names = append(names, k)
 	}
-	sort.Strings(keys)
+	sort.Strings(names)
 	var kv []string
-	for _, k := range keys {
+	for _, k := range names {
 		kv = append(kv, k+"="+cfg[k])
 	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s",
