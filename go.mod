@@ -18,6 +18,7 @@ require (
 	k8s.io/apimachinery v0.33.12
 	k8s.io/client-go v0.33.12
 	k8s.io/utils v0.0.0-20241210054802-24370beab758
+	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/controller-runtime v0.21.0
 	sigs.k8s.io/yaml v1.4.0
 )
@@ -101,7 +102,6 @@ require (
 	k8s.io/apiextensions-apiserver v0.33.12 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250318190949-c8a335a9a2ff // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 	sigs.k8s.io/json v0.0.0-20241010143419-9aa6b5e7a4b3 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.6.0 // indirect
