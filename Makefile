@@ -5,8 +5,9 @@ IMAGE_TAG  ?= dev
 IMAGE      ?= velero-async/velero-plugin-for-aws:$(IMAGE_TAG)
 PLATFORMS  ?= linux/amd64,linux/arm64
 FUZZTIME   ?= 10s
+SEEDS      ?= 20000
 
-.PHONY: all build test demo bench fault fuzz e2e generate image container clean
+.PHONY: all build test demo bench fault explore fuzz e2e generate image container clean
 
 all: build
 
@@ -31,6 +32,10 @@ bench:
 ## fault: the fault suite (throttling storm, ambiguous failures, eventual consistency, plugin kills, snapshots in error, deletions, reused names, an untaggable source, a cancelled operation, quotas); prints the Reliability table and fails on any failed operation, duplicate or leak. FAULT_FLAGS='-skip storm' leaves out the 20-minute storm
 fault:
 	go run ./internal/testkit/cmd/fault $(FAULT_FLAGS)
+
+## explore: the explorer for $(SEEDS) seeds (go test runs its fixed budget): seeded interleavings of Velero, other installs and tools and a faulty EC2, the users' promises checked after every step; a failure prints its seed, a one-line replay command and the shortest trace
+explore:
+	go test -count=1 -v -timeout 0 -run '^TestExplore$$' ./internal/testkit/explore/ -rapid.checks=$(SEEDS)
 
 ## e2e: the plugin in a real Velero server, VELERO_VERSION=v1.18.3 (default) or v1.17.2 (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
 e2e:

@@ -19,6 +19,7 @@ require (
 	k8s.io/apimachinery v0.33.12
 	k8s.io/client-go v0.33.12
 	k8s.io/utils v0.0.0-20241210054802-24370beab758
+	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/controller-runtime v0.21.0
 	sigs.k8s.io/yaml v1.4.0
 )

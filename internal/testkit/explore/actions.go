@@ -1,0 +1,305 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+)
+
+// The steps actors take. Each is one event of Velero core, another install or tool, EC2 or the
+// clock, with every choice made by the caller: the explorer draws them, a regression scenario
+// names them.
+
+// execute is an ItemBlock worker running the BackupItemAction's Execute on PV i: the handoff
+// learns the backup's UID and the operation is opened.
+func (w *world) execute(i int) {
+	op := w.ops[i]
+	op.executed, op.issued = true, w.clk.Now()
+	w.handoff.Put(backupName, op.pv, op.volumeID, backupUID)
+	op.id = ebs.Operation{Region: sourceRegion, VolumeID: op.volumeID, Issued: op.issued, PV: op.pv}.String()
+	w.logf("velero: Execute %s -> operation %s", op.pv, op.id)
+}
+
+// createInterleaved is create(i) with another worker's Execute and CreateSnapshot of PV j
+// running after `after` of its requests, in the same plugin process.
+func (w *world) createInterleaved(i, j, after int) {
+	w.hook = func() {
+		w.logf("velero: (another ItemBlock worker, during CreateSnapshot %s)", w.ops[i].pv)
+		w.execute(j)
+		w.create(j)
+	}
+	w.hookAt = len(w.requests) + after
+	w.create(i)
+	w.hook, w.hookAt = nil, -1
+}
+
+// create is the worker asking for PV i's snapshot: through this plugin, in the item phase's
+// process, or through the upstream plugin's location.
+func (w *world) create(i int) {
+	op := w.ops[i]
+	op.attempted = true
+	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
+	if op.upstream {
+		out, err := w.client("upstream", sourceAccount, sourceRegion, false).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+			VolumeId:          aws.String(op.volumeID),
+			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+		})
+		if err != nil {
+			op.createErr = err.Error()
+		} else {
+			op.snapshotID = aws.ToString(out.SnapshotId)
+		}
+		w.logf("velero: CreateSnapshot %s through the upstream plugin -> %q %s", op.pv, op.snapshotID, op.createErr)
+		return
+	}
+	var id string
+	var err error
+	ok := w.onClock(func(ctx context.Context) {
+		if _, _, err = w.snapshotter.GetVolumeInfo(ctx, op.volumeID); err == nil {
+			id, err = w.snapshotter.CreateSnapshot(ctx, op.volumeID, tags)
+		}
+	})
+	switch {
+	case !ok:
+		w.violate(catHung, "CreateSnapshot of %s did not return", op.pv)
+	case err != nil:
+		op.createErr = err.Error()
+	default:
+		op.snapshotID = id
+	}
+	w.logf("velero: CreateSnapshot %s -> %q %s", op.pv, op.snapshotID, op.createErr)
+}
+
+// reconcile is Velero's operations controller in a fresh plugin process: every open operation
+// past its item-operation timeout is cancelled, every other one asked for progress.
+func (w *world) reconcile() {
+	tr := w.newTracker()
+	b := w.backup()
+	for _, op := range w.ops {
+		if !op.executed || op.state != opOpen {
+			continue
+		}
+		if !w.clk.Now().Before(op.issued.Add(w.setup.timeout)) {
+			var err error
+			if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
+				w.violate(catHung, "Cancel of %s did not return", op.pv)
+			}
+			op.state, op.result, op.cancelledAt = opFailed, "timed out", w.clk.Now()
+			w.logf("velero: %s timed out; Cancel -> %v", op.pv, err)
+			continue
+		}
+		var p struct {
+			completed   bool
+			desc, perr  string
+			done, total int64
+		}
+		var err error
+		op.polled = true
+		if !w.onClock(func(ctx context.Context) {
+			pr, e := tr.Progress(ctx, op.id, b)
+			p.completed, p.desc, p.perr, p.done, p.total, err = pr.Completed, pr.Description, pr.Err, pr.NCompleted, pr.NTotal, e
+		}) {
+			w.violate(catHung, "Progress of %s did not return", op.pv)
+			continue
+		}
+		op.total = p.total
+		switch {
+		case err != nil:
+			op.state, op.result = opFailed, err.Error()
+		case p.completed && p.perr != "":
+			op.state, op.result = opFailed, p.perr
+		case p.completed:
+			op.state, op.result = opCompleted, p.desc
+		}
+		w.logf("velero: Progress %s -> %d/%d completed=%v %q %s", op.pv, p.done, p.total, p.completed, p.desc, p.perr)
+		if op.state == opCompleted {
+			w.checkCompleted(op)
+		}
+	}
+}
+
+// advance moves the clock.
+func (w *world) advance(d time.Duration) {
+	w.clk.Step(d)
+	w.logf("clock: +%s", d)
+}
+
+// setDown takes a region down (every request to it goes unanswered) or brings it back.
+func (w *world) setDown(region string, down bool) {
+	if down {
+		w.down[region] = true
+	} else {
+		delete(w.down, region)
+	}
+	w.logf("ec2: region %s down=%v", region, down)
+}
+
+// restart is the Velero server restarting: it forgets which backups wait for operations, so a
+// deletion of this one is no longer refused.
+func (w *world) restart() {
+	w.restarted = true
+	w.logf("velero: server restart (backup %s no longer known to wait)", backupName)
+}
+
+// deletionKind is who deletes the backup, with which location config.
+type deletionKind string
+
+const (
+	deleteBySource deletionKind = "source cluster"
+	deleteByGC     deletionKind = "garbage collection"
+	// deleteByRecovery is a recovery cluster whose location of the same name is in the copy region.
+	deleteByRecovery deletionKind = "recovery cluster (copy-region location)"
+	// deleteByVaultRecovery is a recovery cluster restoring from the vault: the vault region, the vault's credentials.
+	deleteByVaultRecovery deletionKind = "recovery cluster (restore-from-vault location)"
+)
+
+// deleter is the VolumeSnapshotter a deletion of kind runs in, and whether it reaches every
+// piece of the backup (the restore-from-vault location cannot reach the source account).
+func (w *world) deleter(kind deletionKind) (s *ebs.Snapshotter, reachesAll bool) {
+	switch kind {
+	case deleteByRecovery:
+		cfg := w.cfg
+		cfg.Region, cfg.CopyToRegion = copyRegion, ""
+		return w.newSnapshotter(cfg, w.regional("recovery", sourceAccount, true), false), true
+	case deleteByVaultRecovery:
+		cfg, _ := ebs.ParseConfig(map[string]string{ebs.ConfigRegion: w.setup.vaultRegion})
+		return ebs.NewSnapshotter(cfg, w.regional("vault-recovery", vaultAccount, true), w.options()...), false
+	}
+	return w.newSnapshotter(w.cfg, w.regional("source", sourceAccount, true), false), true
+}
+
+// deleteBackup is a deletion of the backup: DeleteSnapshot of every snapshot Velero recorded.
+// When hookAfter is not negative, a reconcile runs after that many of the deletion's requests
+// and hookDelay more of fake time (the deletion's requests take time): Velero's operations
+// controller working on the backup meanwhile.
+func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Duration) {
+	s, reachesAll := w.deleter(kind)
+	if hookAfter >= 0 && !w.deleted {
+		w.hook = func() {
+			w.clk.Step(hookDelay)
+			w.logf("velero: (during the deletion, %s later) reconcile", hookDelay)
+			w.reconcile()
+		}
+		w.hookAt = len(w.requests) + hookAfter
+		w.logf("velero: deletion by %s, a reconcile after %d of its requests", kind, hookAfter)
+	} else {
+		w.logf("velero: deletion by %s", kind)
+	}
+	failed := false
+	for _, op := range w.ops {
+		if op.snapshotID == "" {
+			continue
+		}
+		var err error
+		if op.upstream {
+			if kind != deleteByVaultRecovery {
+				_, err = w.client("upstream", sourceAccount, sourceRegion, false).DeleteSnapshot(context.Background(), &ec2.DeleteSnapshotInput{SnapshotId: aws.String(op.snapshotID)})
+			}
+		} else if !w.onClock(func(ctx context.Context) { err = s.DeleteSnapshot(ctx, op.snapshotID) }) {
+			w.violate(catHung, "DeleteSnapshot %s did not return", op.snapshotID)
+		}
+		if err != nil {
+			failed = true
+		}
+		w.logf("velero: DeleteSnapshot %s (%s) -> %v", op.snapshotID, op.pv, err)
+	}
+	w.hook, w.hookAt = nil, -1
+	w.deleted = true
+	if !failed && reachesAll {
+		w.deletions++
+	}
+}
+
+// otherInstallSnapshot is another install in the same account snapshotting its own volume for
+// a backup of the same name, PV pv: with its UID tag (this plugin), or without (the upstream
+// plugin, or a lost handoff).
+func (w *world) otherInstallSnapshot(withUID bool, pv string) {
+	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: pv}
+	if withUID {
+		tags[ebs.TagBackupUID] = otherUID
+		if w.setup.copyTo {
+			tags[ebs.TagCopyToRegion] = copyRegion
+		}
+	}
+	vol := w.otherVols[0]
+	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(vol),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		w.logf("other install: CreateSnapshot refused: %v", err)
+		return
+	}
+	id := aws.ToString(out.SnapshotId)
+	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags}
+	w.logf("other install: snapshot %s of %s, backup %s, PV %s, UID tag %v", id, vol, backupName, pv, withUID)
+}
+
+// toolCopy is another tool copying a snapshot (another install's, or one Velero recorded for
+// this backup) into the copy region with its own tags: a pending copy not of this plugin.
+func (w *world) toolCopy(ofOurs bool) {
+	var src string
+	if op := w.recordedOne(); ofOurs && op != nil {
+		src = op.snapshotID
+	} else if !ofOurs {
+		for id, f := range w.foreign {
+			if f.region == sourceRegion && (src == "" || id < src) {
+				src = id
+			}
+		}
+	}
+	if src == "" {
+		w.logf("tool: nothing to copy")
+		return
+	}
+	tags := map[string]string{"backup-tool/copy-of": src}
+	out, err := w.other(copyRegion).CopySnapshot(context.Background(), &ec2.CopySnapshotInput{
+		SourceRegion: aws.String(sourceRegion), SourceSnapshotId: aws.String(src),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		w.logf("tool: CopySnapshot of %s refused: %v", src, err)
+		return
+	}
+	id := aws.ToString(out.SnapshotId)
+	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: copyRegion, tags: tags}
+	w.logf("tool: copy %s of %s into %s", id, src, copyRegion)
+}
+
+// toolTag is another tool tagging a snapshot Velero recorded for this backup with its own tag.
+func (w *world) toolTag() {
+	op := w.recordedOne()
+	if op == nil {
+		w.logf("tool: nothing to tag")
+		return
+	}
+	_, err := w.other(sourceRegion).CreateTags(context.Background(), &ec2.CreateTagsInput{
+		Resources: []string{op.snapshotID}, Tags: tagList(map[string]string{"backup-tool/checked": "true"}),
+	})
+	w.logf("tool: tag %s backup-tool/checked -> %v", op.snapshotID, err)
+}
+
+// recordedOne returns the first operation with a snapshot this plugin took, or nil.
+func (w *world) recordedOne() *operation {
+	for _, op := range w.ops {
+		if op.snapshotID != "" && !op.upstream {
+			return op
+		}
+	}
+	return nil
+}
+
+// String names an operation's state for the trace.
+func (s opState) String() string {
+	return [...]string{"open", "completed", "failed"}[s]
+}
+
+func (op *operation) String() string {
+	return fmt.Sprintf("%s %s snapshot %q: %s", op.pv, op.state, op.snapshotID, op.result)
+}

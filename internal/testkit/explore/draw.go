@@ -1,0 +1,242 @@
+package explore
+
+import (
+	"slices"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// The shape of a drawn run.
+const (
+	maxPVs   = 3
+	minSteps = 4
+	maxSteps = 60
+	// faultFreeIn10 is how many steps in ten run on a healthy EC2.
+	faultFreeIn10 = 6
+	// pollReconciles reconciles, pollEvery apart, make one poll: Velero's sync period over a minute.
+	pollReconciles = 3
+	pollEvery      = 20 * time.Second
+)
+
+// Actor kinds: who takes the next step.
+const (
+	actExecute      = "velero: Execute"
+	actCreate       = "velero: CreateSnapshot"
+	actReconcile    = "velero: reconcile"
+	actPoll         = "velero: poll for a minute"
+	actRestart      = "velero: server restart"
+	actDelete       = "velero: delete backup"
+	actAdvance      = "clock: advance"
+	actRegionDown   = "ec2: region down"
+	actRegionUp     = "ec2: region up"
+	actOtherInstall = "other install: snapshot"
+	actToolCopy     = "tool: copy"
+	actToolTag      = "tool: tag"
+)
+
+var (
+	advances = []time.Duration{time.Second, syncPeriod, time.Minute, 5 * time.Minute, 20 * time.Minute, time.Hour}
+	// itemAdvances are how far the clock may move while a PV's Execute waits for its
+	// CreateSnapshot: core asks right after, in the same worker.
+	itemAdvances    = []time.Duration{time.Second, syncPeriod}
+	listingLags     = []time.Duration{0, 5 * time.Second, 40 * time.Second}
+	timeouts        = []time.Duration{time.Hour, 4 * time.Hour}
+	pvNames         = []string{"pvc-1", "pvc-2", "pvc-3"}
+	maxForeign      = 4
+	maxHookRequests = 12
+	// hookDelays are how long after a deletion's request a reconcile may come.
+	hookDelays = []time.Duration{0, 5 * time.Second, 30 * time.Second}
+)
+
+// drawSetup draws what the users configured.
+func drawSetup(t *rapid.T) setup {
+	n := rapid.IntRange(1, maxPVs).Draw(t, "PVs")
+	s := setup{pvs: pvNames[:n]}
+	for range n {
+		s.upstream = append(s.upstream, rapid.IntRange(0, 7).Draw(t, "upstream plugin's PV (0)") == 0)
+	}
+	s.copyTo = rapid.Bool().Draw(t, "copyToRegion")
+	s.vault = rapid.Bool().Draw(t, "vault")
+	if s.vault {
+		s.vaultRegion = rapid.SampledFrom([]string{copyRegion, farRegion}).Draw(t, "vaultRegion")
+		s.lock = rapid.Bool().Draw(t, "vault lock")
+		s.retain = rapid.Bool().Draw(t, "vaultRetainOnDelete")
+		s.vaultCredsOf, s.vaultAccountID = vaultAccount, vaultAccount
+		if rapid.IntRange(0, 3).Draw(t, "vault credentials of the source account (0)") == 0 {
+			s.vaultCredsOf = sourceAccount
+		}
+		if rapid.IntRange(0, 5).Draw(t, "mistyped vaultAccountId (0)") == 0 {
+			s.vaultAccountID = strangerAccount
+		}
+	}
+	s.listingLag = rapid.SampledFrom(listingLags).Draw(t, "listing lag")
+	s.timeout = rapid.SampledFrom(timeouts).Draw(t, "item-operation timeout")
+	s.seed = rapid.Int64().Draw(t, "simulator seed")
+	return s
+}
+
+// drawFaults draws the faults EC2 injects during one step.
+func drawFaults(t *rapid.T) faults {
+	if rapid.IntRange(0, 9).Draw(t, "fault (>=6)") < faultFreeIn10 {
+		return nil
+	}
+	r := &faultRule{
+		effect: faultEffect(rapid.IntRange(0, int(numFaultEffects)-1).Draw(t, "fault effect")),
+		action: rapid.SampledFrom(faultActions).Draw(t, "fault action"),
+		every:  rapid.IntRange(1, 3).Draw(t, "fault every"),
+	}
+	if r.effect == faultLoseThenDown {
+		r.action = "CreateSnapshot"
+	}
+	return faults{r}
+}
+
+// enabled lists the actors that may take the next step.
+func (w *world) enabled() []string {
+	out := []string{actAdvance}
+	if len(w.unexecuted()) > 0 {
+		out = append(out, actExecute)
+	}
+	if len(w.uncreated()) > 0 {
+		out = append(out, actCreate)
+	}
+	waiting := w.waiting()
+	if w.itemPhaseDone() && waiting && !w.deleted {
+		out = append(out, actReconcile, actPoll)
+		if !w.restarted {
+			out = append(out, actRestart)
+		}
+	}
+	if w.itemPhaseDone() && (!waiting || w.restarted) && w.deletions == 0 {
+		out = append(out, actDelete)
+	}
+	if len(w.down) < len(allRegions) {
+		out = append(out, actRegionDown)
+	}
+	if len(w.down) > 0 {
+		out = append(out, actRegionUp)
+	}
+	if len(w.foreign) < maxForeign {
+		out = append(out, actOtherInstall, actToolCopy)
+	}
+	if w.recordedOne() != nil {
+		out = append(out, actToolTag)
+	}
+	return out
+}
+
+func (w *world) unexecuted() []int {
+	var out []int
+	for i, op := range w.ops {
+		if !op.executed {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (w *world) uncreated() []int {
+	var out []int
+	for i, op := range w.ops {
+		if op.executed && !op.attempted {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// step draws and takes one step of actor.
+func (w *world) step(t *rapid.T, actor string) {
+	switch actor {
+	case actExecute:
+		w.execute(rapid.SampledFrom(w.unexecuted()).Draw(t, "PV"))
+	case actCreate:
+		i := rapid.SampledFrom(w.uncreated()).Draw(t, "PV")
+		others := slices.DeleteFunc(w.unexecuted(), func(j int) bool { return w.ops[j].upstream || w.ops[i].upstream })
+		if len(others) == 0 || rapid.Bool().Draw(t, "alone") {
+			w.create(i)
+			return
+		}
+		w.createInterleaved(i, rapid.SampledFrom(others).Draw(t, "another worker's PV"), rapid.IntRange(0, maxHookRequests).Draw(t, "after requests"))
+	case actReconcile:
+		w.reconcile()
+	case actPoll:
+		for range pollReconciles {
+			w.advance(pollEvery)
+			w.reconcile()
+		}
+	case actRestart:
+		w.restart()
+	case actDelete:
+		kinds := []deletionKind{deleteBySource, deleteByGC}
+		finished := !w.waiting() // a recovery cluster holds a synced copy of a finished backup only
+		if finished && w.cfg.CopyToRegion != "" {
+			kinds = append(kinds, deleteByRecovery)
+		}
+		if finished && w.cfg.Vault.Enabled() {
+			kinds = append(kinds, deleteByVaultRecovery)
+		}
+		kind := rapid.SampledFrom(kinds).Draw(t, "deleted by")
+		after := rapid.IntRange(-1, maxHookRequests).Draw(t, "reconcile after requests (-1: none)")
+		var delay time.Duration
+		if after >= 0 {
+			delay = rapid.SampledFrom(hookDelays).Draw(t, "reconcile delay")
+		}
+		w.deleteBackup(kind, after, delay)
+	case actAdvance:
+		choices := advances
+		if len(w.uncreated()) > 0 {
+			choices = itemAdvances
+		}
+		w.advance(rapid.SampledFrom(choices).Draw(t, "advance"))
+	case actRegionDown:
+		var up []string
+		for _, r := range allRegions {
+			if !w.down[r] {
+				up = append(up, r)
+			}
+		}
+		w.setDown(rapid.SampledFrom(up).Draw(t, "region"), true)
+	case actRegionUp:
+		var down []string
+		for _, r := range allRegions {
+			if w.down[r] {
+				down = append(down, r)
+			}
+		}
+		w.setDown(rapid.SampledFrom(down).Draw(t, "region"), false)
+	case actOtherInstall:
+		w.otherInstallSnapshot(rapid.Bool().Draw(t, "with its UID"), rapid.SampledFrom(append(slices.Clone(w.setup.pvs), "pvc-theirs")).Draw(t, "PV name"))
+	case actToolCopy:
+		w.toolCopy(rapid.Bool().Draw(t, "of this backup's"))
+	case actToolTag:
+		w.toolTag()
+	}
+}
+
+// explore draws and runs one exploration: a setup, a sequence of steps each under drawn faults,
+// checked after each, and the settling end. It stops at the first broken promise.
+func explore(t *rapid.T) *world {
+	w, err := newWorld(drawSetup(t))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	steps := rapid.IntRange(minSteps, maxSteps).Draw(t, "steps")
+	for range steps {
+		w.faults = drawFaults(t)
+		actor := rapid.SampledFrom(w.enabled()).Draw(t, "actor")
+		w.kinds = append(w.kinds, actor)
+		if len(w.faults) > 0 {
+			w.logf("ec2: %v during the next step", w.faults[0])
+		}
+		w.step(t, actor)
+		w.faults = nil
+		w.checkStep()
+		if len(w.violations) > 0 {
+			return w
+		}
+	}
+	w.settle()
+	return w
+}

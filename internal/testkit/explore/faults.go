@@ -1,0 +1,66 @@
+package explore
+
+import "fmt"
+
+// faultEffect is what an injected fault does to a request.
+type faultEffect int
+
+const (
+	// faultThrottle answers RequestLimitExceeded before any effect.
+	faultThrottle faultEffect = iota
+	// faultServerError answers 500 InternalError before any effect.
+	faultServerError
+	// faultRefuse answers 403 UnauthorizedOperation: an IAM policy without the action.
+	faultRefuse
+	// faultLoseAnswer lets the request take effect and loses its answer.
+	faultLoseAnswer
+	// faultLoseThenDown loses the answer and leaves the region unreachable for the rest of the call.
+	faultLoseThenDown
+	numFaultEffects
+)
+
+func (e faultEffect) String() string {
+	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down"}[e]
+}
+
+// faultRule injects effect into every every-th request of action ("" for any action).
+type faultRule struct {
+	action string
+	effect faultEffect
+	every  int
+	seen   int
+}
+
+func (r *faultRule) String() string {
+	action := r.action
+	if action == "" {
+		action = "every action"
+	}
+	return fmt.Sprintf("%s on %s (1 in %d)", r.effect, action, r.every)
+}
+
+// faults are the rules in force for one step.
+type faults []*faultRule
+
+// match returns the rule that hits this request of action, if any.
+func (f faults) match(action string) *faultRule {
+	for _, r := range f {
+		if r.action != "" && r.action != action {
+			continue
+		}
+		if (r.effect == faultLoseAnswer || r.effect == faultLoseThenDown) && !mutating[action] {
+			continue
+		}
+		r.seen++
+		if (r.seen-1)%r.every == 0 {
+			return r
+		}
+	}
+	return nil
+}
+
+// faultActions are the EC2 actions a fault may single out.
+var faultActions = []string{
+	"", "CreateSnapshot", "CopySnapshot", "DescribeSnapshots", "CreateTags", "DeleteSnapshot",
+	"ModifySnapshotAttribute", "LockSnapshot", "DescribeLockedSnapshots", "DescribeSnapshotAttribute",
+}

@@ -1,0 +1,320 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+)
+
+// category names a broken promise. Each finding of issue 21 shows as one of them.
+type category string
+
+// The promises the explorer checks, by what the user would see broken.
+const (
+	// An operation completed without error…
+	catCompletedWithoutSnapshot category = "completed without following its snapshot, or while it is missing or not completed"
+	catCompletedWithoutCopy     category = "completed without the copy it asked for"
+	catVaultCopyNotInVault      category = "completed with a vault copy that is not in the vault account"
+	catOtherProviderNoCopy      category = "completed without its copy, the PV snapshotted by another provider's location"
+	catLeftShared               category = "completed with the source still shared"
+	// Duplicates.
+	catDuplicateCopy   category = "more than one copy of a source in a target"
+	catDuplicateSource category = "more than one source kept for a PV of the backup"
+	// Others' snapshots and what must stay.
+	catForeignTouched category = "another install's or tool's snapshot deleted, copied, shared or retagged"
+	catKeptDeleted    category = "a locked or retained snapshot deleted"
+	// Deletion.
+	catFailedSnapshotLeaked category = "a snapshot Velero recorded as failed left behind after the deletion"
+	catCopyLeaked           category = "a copy left behind after the deletion"
+	catSourceLeaked         category = "a snapshot of the backup left behind after the deletion"
+	// Accounts.
+	catWrongSigner category = "a vault request signed by an account the location does not name"
+	// Time.
+	catStalled        category = "an operation that does not end once faults stop"
+	catCopiedAfterEnd category = "a copy started after its operation was cancelled"
+	catHung           category = "a plugin call that does not return"
+)
+
+// violation is one broken promise, as seen at one step.
+type violation struct {
+	cat    category
+	detail string
+}
+
+func (v violation) String() string { return string(v.cat) + ": " + v.detail }
+
+// violate records a broken promise in the world and its trace.
+func (w *world) violate(cat category, format string, args ...any) {
+	v := violation{cat: cat, detail: fmt.Sprintf(format, args...)}
+	if slices.Contains(w.violations, v) {
+		return // reported at an earlier step
+	}
+	w.violations = append(w.violations, v)
+	w.logf("VIOLATION %s", v)
+}
+
+// accounts and regions the checks look at.
+var (
+	allAccounts = []string{sourceAccount, vaultAccount, strangerAccount}
+	allRegions  = []string{sourceRegion, copyRegion, farRegion}
+)
+
+// everything lists every snapshot of every account and region, by ID.
+func (w *world) everything() map[string]ec2sim.Snapshot {
+	out := map[string]ec2sim.Snapshot{}
+	for _, a := range allAccounts {
+		for _, r := range allRegions {
+			for _, s := range w.sim.SnapshotsIn(a, r) {
+				out[s.ID] = s
+			}
+		}
+	}
+	return out
+}
+
+// lockedNow reports whether a snapshot's lock forbids deleting it now.
+func lockedNow(s ec2sim.Snapshot) bool {
+	return s.LockState != "" && s.LockState != "expired"
+}
+
+// checkStep checks, after every step, the promises that hold at any time.
+func (w *world) checkStep() {
+	snaps := w.everything()
+	w.checkSigners()
+	for id, f := range w.foreign {
+		s, ok := snaps[id]
+		switch {
+		case !ok:
+			w.violate(catForeignTouched, "%s of another install or tool was deleted", id)
+		case len(s.SharedWith) > 0:
+			w.violate(catForeignTouched, "%s of another install or tool is shared with %v", id, s.SharedWith)
+		case !sameTags(s.Tags, f.tags):
+			w.violate(catForeignTouched, "%s of another install or tool was retagged: %v, was %v", id, s.Tags, f.tags)
+		default:
+			continue
+		}
+		delete(w.foreign, id) // reported once
+	}
+	for _, ids := range []map[string]bool{w.locked, w.retained} {
+		for id := range ids {
+			if _, ok := snaps[id]; !ok {
+				w.violate(catKeptDeleted, "%s was deleted", id)
+				delete(ids, id)
+			}
+		}
+	}
+	copies := map[string][]string{}
+	for _, s := range sortedSnaps(snaps) {
+		if lockedNow(s) {
+			w.locked[s.ID] = true
+		}
+		if w.setup.retain && s.State == "completed" && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
+			w.retained[s.ID] = true
+		}
+		if s.SourceSnapshotID == "" || s.DeletePending {
+			continue
+		}
+		if _, theirs := w.foreign[s.SourceSnapshotID]; theirs {
+			if _, alsoTheirs := w.foreign[s.ID]; !alsoTheirs {
+				w.violate(catForeignTouched, "%s of another install or tool was copied into %s of %s as %s", s.SourceSnapshotID, s.Region, s.Account, s.ID)
+				delete(w.foreign, s.SourceSnapshotID)
+			}
+			continue
+		}
+		if _, theirs := w.foreign[s.ID]; theirs {
+			continue
+		}
+		key := s.SourceSnapshotID + " into " + s.Region + " of " + s.Account
+		copies[key] = append(copies[key], s.ID)
+		if op := w.opOfVolume(s.VolumeID); op != nil && !op.cancelledAt.IsZero() && s.StartTime.After(op.cancelledAt) {
+			w.violate(catCopiedAfterEnd, "copy %s of %s started at %s, after %s's operation was cancelled at %s", s.ID, s.SourceSnapshotID, s.StartTime.Sub(t0), op.pv, op.cancelledAt.Sub(t0))
+			op.cancelledAt = time.Time{} // reported once
+		}
+	}
+	for key, ids := range copies {
+		if len(ids) > 1 {
+			cat := catDuplicateCopy
+			if w.cfg.Vault.Enabled() && w.setup.vaultCredsOf == sourceAccount && strings.HasSuffix(key, " into "+w.cfg.Vault.Region+" of "+sourceAccount) {
+				cat = catVaultCopyNotInVault // the "vault copy" made in the source account, beside the regional copy
+			}
+			w.violate(cat, "%d copies of %s: %v", len(ids), key, ids)
+		}
+	}
+}
+
+// checkSigners checks the requests made since the last check: every change made with the vault
+// credentials is signed by the vault account the location names.
+func (w *world) checkSigners() {
+	for _, q := range w.requests[w.checked:] {
+		if q.role == "vault" && mutating[q.action] && q.signer != w.cfg.Vault.AccountID {
+			w.violate(catWrongSigner, "%s in %s signed by account %s with the vault credentials; the location names vault account %s", q.action, q.region, q.signer, w.cfg.Vault.AccountID)
+			break
+		}
+	}
+	w.checked = len(w.requests)
+}
+
+// checkCompleted checks an operation Velero has just seen complete without error: its recorded
+// snapshot is completed and every copy it asked for exists, completed, in the right account and
+// region, locked as configured, with nothing left shared.
+func (w *world) checkCompleted(op *operation) {
+	if op.snapshotID == "" {
+		return // Velero recorded no snapshot: nothing to have completed
+	}
+	snaps := w.everything()
+	src, ok := snaps[op.snapshotID]
+	if op.total == 0 {
+		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) following no snapshot, while Velero recorded %s (%s)", op.pv, op.result, op.snapshotID, stateOf(src, ok))
+		return
+	}
+	if !ok || src.State != "completed" {
+		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) while its snapshot %s is %s", op.pv, op.result, op.snapshotID, stateOf(src, ok))
+		return
+	}
+	if w.cfg.CopyToRegion != "" && w.copyIn(snaps, op.snapshotID, sourceAccount, copyRegion) == nil {
+		cat := catCompletedWithoutCopy
+		if op.upstream {
+			cat = catOtherProviderNoCopy
+		}
+		w.violate(cat, "%s completed (%q) with no completed copy of %s in %s", op.pv, op.result, op.snapshotID, copyRegion)
+		return
+	}
+	if v := w.cfg.Vault; v.Enabled() {
+		c := w.copyIn(snaps, op.snapshotID, v.AccountID, v.Region)
+		switch {
+		case c == nil && op.upstream:
+			w.violate(catOtherProviderNoCopy, "%s completed (%q) with no vault copy of %s", op.pv, op.result, op.snapshotID)
+			return
+		case c == nil && w.setup.vaultCredsOf != v.AccountID:
+			w.violate(catVaultCopyNotInVault, "%s completed (%q) with no vault copy of %s in account %s %s (the vault credentials are account %s's)", op.pv, op.result, op.snapshotID, v.AccountID, v.Region, w.setup.vaultCredsOf)
+			return
+		case c == nil:
+			w.violate(catCompletedWithoutCopy, "%s completed (%q) with no completed vault copy of %s in account %s %s", op.pv, op.result, op.snapshotID, v.AccountID, v.Region)
+			return
+		case v.Lock.Mode != "" && !lockedNow(*c):
+			w.violate(catCompletedWithoutCopy, "%s completed (%q) with vault copy %s not locked (%q)", op.pv, op.result, c.ID, c.LockState)
+			return
+		}
+	}
+	if len(src.SharedWith) > 0 {
+		w.violate(catLeftShared, "%s completed (%q) with %s still shared with %v", op.pv, op.result, op.snapshotID, src.SharedWith)
+	}
+}
+
+// copyIn returns a completed copy of source in account and region that is not another tool's.
+func (w *world) copyIn(snaps map[string]ec2sim.Snapshot, source, account, region string) *ec2sim.Snapshot {
+	for _, s := range sortedSnaps(snaps) {
+		if _, theirs := w.foreign[s.ID]; !theirs && s.SourceSnapshotID == source && s.Account == account && s.Region == region && s.State == "completed" && !s.DeletePending {
+			return &s
+		}
+	}
+	return nil
+}
+
+// checkSources checks that at most one source is kept per PV of the backup (UID-tagged).
+func (w *world) checkSources() {
+	perPV := map[string][]string{}
+	for _, s := range sortedSnaps(w.everything()) {
+		if s.SourceSnapshotID == "" && !s.DeletePending && s.Tags[ebs.TagBackupUID] == backupUID {
+			perPV[s.Tags[ebs.TagPV]] = append(perPV[s.Tags[ebs.TagPV]], s.ID)
+		}
+	}
+	for pv, ids := range perPV {
+		if len(ids) > 1 {
+			w.violate(catDuplicateSource, "%d sources kept for %s: %v", len(ids), pv, ids)
+		}
+	}
+}
+
+// checkDeleted checks, after a deletion and the listing lag, that nothing of the backup is left
+// anywhere but locked or retained copies.
+func (w *world) checkDeleted() {
+	for _, s := range sortedSnaps(w.everything()) {
+		if _, theirs := w.foreign[s.ID]; theirs || s.DeletePending || lockedNow(s) || w.retained[s.ID] {
+			continue
+		}
+		root := s.ID
+		if s.SourceSnapshotID != "" {
+			root = s.SourceSnapshotID
+		}
+		if _, theirs := w.foreign[root]; theirs {
+			continue
+		}
+		op := w.opOfVolume(s.VolumeID)
+		switch {
+		case s.SourceSnapshotID != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
+			w.violate(catVaultCopyNotInVault, "the \"vault copy\" %s of %s is left in %s of %s, the account of the vault credentials", s.ID, s.SourceSnapshotID, s.Region, s.Account)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && !op.polled:
+			// Velero deleted the backup before it asked for the operation's progress: nothing
+			// told the plugin of this snapshot, whose ID Velero never had.
+			w.logf("left: %s of %s, whose CreateSnapshot failed, deleted before any Progress", s.ID, op.pv)
+		case op != nil && op.snapshotID == "" && op.createErr != "":
+			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
+		case s.SourceSnapshotID != "":
+			w.violate(catCopyLeaked, "copy %s of %s is left in %s of %s", s.ID, s.SourceSnapshotID, s.Region, s.Account)
+		default:
+			w.violate(catSourceLeaked, "snapshot %s is left in %s of %s (tags %v)", s.ID, s.Region, s.Account, s.Tags)
+		}
+	}
+}
+
+// recorded returns the operation whose recorded snapshot is id.
+func (w *world) recorded(id string) *operation {
+	for _, op := range w.ops {
+		if op.snapshotID == id {
+			return op
+		}
+	}
+	return nil
+}
+
+// opOfVolume returns the operation of a volume of the backup.
+func (w *world) opOfVolume(vol string) *operation {
+	for _, op := range w.ops {
+		if op.volumeID == vol {
+			return op
+		}
+	}
+	return nil
+}
+
+func kindOf(s ec2sim.Snapshot) string {
+	if s.SourceSnapshotID != "" {
+		return "a copy"
+	}
+	return "the snapshot"
+}
+
+func stateOf(s ec2sim.Snapshot, ok bool) string {
+	if !ok {
+		return "not there"
+	}
+	return s.State
+}
+
+func sameTags(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedSnaps orders snapshots by ID, so that checks report in a stable order.
+func sortedSnaps(m map[string]ec2sim.Snapshot) []ec2sim.Snapshot {
+	out := make([]ec2sim.Snapshot, 0, len(m))
+	for _, s := range m {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,265 @@
+package explore
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The regression scenarios: each finding the explorer found, shrunk to an explicit sequence of
+// steps and named after what the user sees. While its category is in knownOpen the scenario
+// expects it (and says so when it no longer shows, so that the category can be taken out);
+// once taken out, the scenario fails if it comes back. Any other broken promise fails.
+
+// pollsToSettle bounds the polls a scenario makes while waiting for its operations.
+const pollsToSettle = 40
+
+// maxAdvances bounds the seconds advanceUntilSnapshotAt waits.
+const maxAdvances = 600
+
+// pollUntilEnded reconciles every 20 s until no operation is open.
+func (w *world) pollUntilEnded() {
+	for range pollsToSettle {
+		if !w.waiting() {
+			return
+		}
+		w.advance(pollEvery)
+		w.reconcile()
+		w.checkStep()
+	}
+}
+
+// runAll executes and snapshots every PV in order.
+func (w *world) runAll() {
+	for i := range w.ops {
+		w.execute(i)
+		w.create(i)
+		w.checkStep()
+	}
+}
+
+// advanceUntilSnapshotAt moves the clock in steps of a second until the simulator shows the
+// snapshot of PV i at least at percent, or no longer pending.
+func (w *world) advanceUntilSnapshotAt(i int, percent int) {
+	for range maxAdvances {
+		for _, s := range w.sim.SnapshotsIn(sourceAccount, sourceRegion) {
+			n, _ := strconv.Atoi(strings.TrimSuffix(s.Progress, "%"))
+			if s.ID == w.ops[i].snapshotID && (s.State != "pending" || n >= percent) {
+				return
+			}
+		}
+		w.clk.Step(time.Second)
+	}
+}
+
+func onePV(s setup) setup {
+	s.pvs, s.upstream = []string{"pvc-1"}, []bool{false}
+	return s
+}
+
+func twoPVs(s setup) setup {
+	s.pvs, s.upstream = []string{"pvc-1", "pvc-2"}, []bool{false, false}
+	return s
+}
+
+const dayTimeout = 24 * time.Hour
+
+var regressions = []struct {
+	name  string
+	want  category
+	setup setup
+	steps func(w *world)
+}{
+	{
+		name:  "a volume whose snapshot EC2 does not list yet completes with no snapshot when another install has same-named snapshots",
+		want:  catCompletedWithoutSnapshot,
+		setup: twoPVs(setup{listingLag: 5 * time.Second, timeout: dayTimeout, seed: 1}),
+		steps: func(w *world) {
+			w.otherInstallSnapshot(false, "pvc-1")
+			w.advance(20 * time.Second)
+			w.otherInstallSnapshot(false, "pvc-2")
+			w.advance(10 * time.Second)
+			w.runAll()
+			w.reconcile()
+		},
+	},
+	{
+		name: "vault credentials of the source account give a vault copy that is not in the vault account",
+		want: catVaultCopyNotInVault,
+		setup: onePV(setup{copyTo: true, vault: true, vaultRegion: copyRegion, lock: true, vaultCredsOf: sourceAccount, vaultAccountID: vaultAccount,
+			timeout: dayTimeout, seed: 2}),
+		steps: func(w *world) {
+			w.runAll()
+			w.pollUntilEnded()
+		},
+	},
+	{
+		name: "a recovery cluster restoring from the vault deletes vault copies kept by vaultRetainOnDelete",
+		want: catKeptDeleted,
+		setup: onePV(setup{vault: true, vaultRegion: copyRegion, retain: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+			timeout: dayTimeout, seed: 3}),
+		steps: func(w *world) {
+			w.runAll()
+			w.pollUntilEnded()
+			w.deleteBackup(deleteByVaultRecovery, -1, 0)
+		},
+	},
+	{
+		name:  "a snapshot whose CreateSnapshot Velero recorded as failed is copied and never deleted",
+		want:  catFailedSnapshotLeaked,
+		setup: onePV(setup{copyTo: true, timeout: dayTimeout, seed: 4}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.faults = faults{{action: "CreateSnapshot", effect: faultLoseThenDown, every: 1}}
+			w.create(0)
+			w.faults = nil
+		},
+	},
+	{
+		name:  "a deletion racing the copy of a source it saw pending leaves the copy",
+		want:  catCopyLeaked,
+		setup: onePV(setup{copyTo: true, timeout: dayTimeout, seed: 5}),
+		steps: func(w *world) {
+			w.runAll()
+			w.reconcile()
+			w.restart()
+			w.advanceUntilSnapshotAt(0, 90)
+			w.deleteBackup(deleteBySource, 2, 30*time.Second)
+		},
+	},
+	{
+		name: "a mistyped vaultAccountId waits until the item-operation timeout",
+		want: catStalled,
+		setup: onePV(setup{vault: true, vaultRegion: farRegion, vaultCredsOf: vaultAccount, vaultAccountID: strangerAccount,
+			timeout: dayTimeout, seed: 6}),
+		steps: func(w *world) { w.runAll() },
+	},
+	{
+		name:  "a PV snapshotted by the upstream plugin's location completes without the copy the backup's location asks for",
+		want:  catOtherProviderNoCopy,
+		setup: setup{pvs: []string{"pvc-1"}, upstream: []bool{true}, copyTo: true, timeout: dayTimeout, seed: 8},
+		steps: func(w *world) {
+			w.runAll()
+			w.pollUntilEnded()
+		},
+	},
+	{
+		name:  "a Cancel whose mark failed lets a later reconcile copy the cancelled source",
+		want:  catCopiedAfterEnd,
+		setup: twoPVs(setup{copyTo: true, timeout: time.Hour, seed: 9}),
+		steps: func(w *world) {
+			w.setDown(copyRegion, true)
+			w.execute(0)
+			w.create(0)
+			w.advance(30 * time.Minute)
+			w.execute(1)
+			w.create(1)
+			w.advance(31 * time.Minute)
+			w.setDown(copyRegion, false)
+			w.faults = faults{{action: "CreateTags", effect: faultServerError, every: 1}}
+			w.reconcile()
+			w.faults = nil
+			w.advance(pollEvery)
+			w.reconcile()
+		},
+	},
+	{
+		name:  "CreateSnapshot answered 5xx every time never returns",
+		want:  catHung,
+		setup: onePV(setup{timeout: dayTimeout, seed: 10}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.faults = faults{{action: "CreateSnapshot", effect: faultServerError, every: 1}}
+			w.create(0)
+			w.faults = nil
+		},
+	},
+	{
+		name:  "a recovery cluster's deletion of a backup whose copy never started says deleted and leaves the source",
+		want:  catSourceLeaked,
+		setup: onePV(setup{copyTo: true, timeout: time.Hour, seed: 11}),
+		steps: func(w *world) {
+			w.setDown(copyRegion, true)
+			w.runAll()
+			w.advance(time.Hour)
+			w.reconcile()
+			w.setDown(copyRegion, false)
+			w.deleteBackup(deleteByRecovery, -1, 0)
+		},
+	},
+}
+
+func TestRegressions(t *testing.T) {
+	for _, tt := range regressions {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := newWorld(tt.setup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.steps(w)
+			w.checkStep()
+			w.settle()
+			seen := false
+			for _, v := range w.violations {
+				switch {
+				case v.cat == tt.want:
+					seen = true
+				case !knownOpen[v.cat]:
+					t.Errorf("%s", v)
+				}
+			}
+			trace := strings.Join(w.trace, "\n")
+			switch {
+			case seen && !knownOpen[tt.want]:
+				t.Errorf("%s: fixed, and back:\n%s", tt.want, trace)
+			case !seen && knownOpen[tt.want]:
+				t.Logf("%s no longer shows: take it out of knownOpen", tt.want)
+			case seen:
+				t.Logf("known open: %s", tt.want)
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("trace:\n%s", trace)
+			}
+		})
+	}
+}
+
+// TestAHealthyBackupKeepsEveryPromise checks the checks: a backup on a healthy EC2, followed to
+// the end and deleted, breaks no promise, whatever the location asks for.
+func TestAHealthyBackupKeepsEveryPromise(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup setup
+	}{
+		{"no copy", twoPVs(setup{timeout: dayTimeout, seed: 21})},
+		{"copy to another region", twoPVs(setup{copyTo: true, listingLag: 5 * time.Second, timeout: dayTimeout, seed: 22})},
+		{"copy and locked vault copy", twoPVs(setup{copyTo: true, vault: true, vaultRegion: farRegion, lock: true,
+			vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount, timeout: dayTimeout, seed: 23})},
+		{"vault copy kept on deletion", twoPVs(setup{vault: true, vaultRegion: copyRegion, retain: true,
+			vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount, timeout: dayTimeout, seed: 24})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := newWorld(tt.setup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.otherInstallSnapshot(true, "pvc-1")
+			w.runAll()
+			w.pollUntilEnded()
+			w.settle()
+			for _, op := range w.ops {
+				if op.state != opCompleted {
+					t.Errorf("%s", op)
+				}
+			}
+			for _, v := range w.violations {
+				t.Errorf("%s", v)
+			}
+			if t.Failed() {
+				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package explore
+
+import (
+	"time"
+)
+
+// What happens once faults stop.
+const (
+	// settleBound is the promise: once faults stop, every operation ends (completed, or failed
+	// naming its cause) within this much fake time. It outlasts the longest wait the plugin may
+	// rightly make: the grace for a snapshot EC2 does not list yet (15 min), a snapshot and its
+	// copies (minutes each in the simulator), and several sync periods.
+	settleBound = 45 * time.Minute
+	// settleEvery is the fake time between two reconciles while settling.
+	settleEvery = time.Minute
+	// deletionTries is how many times the user deletes the backup again after a failed deletion.
+	deletionTries = 3
+)
+
+// settle ends a run: faults stop, the item phase ends, Velero reconciles (with no timeout, so
+// that only the plugin decides when an operation ends) until every operation has ended or the
+// bound has passed, then the backup is deleted, and once the listing lag has passed nothing of
+// it may be left.
+func (w *world) settle() {
+	w.faults = nil
+	for r := range w.down {
+		delete(w.down, r)
+	}
+	w.logf("settle: faults stop")
+	for i, op := range w.ops {
+		if !op.executed {
+			w.execute(i)
+		}
+		if !op.attempted {
+			w.create(i)
+		}
+	}
+	if !w.deleted {
+		timeout := w.setup.timeout
+		w.setup.timeout = 1 << 62
+		end := w.clk.Now().Add(settleBound)
+		for w.waiting() && w.clk.Now().Before(end) {
+			w.reconcile()
+			w.checkStep()
+			w.clk.Step(settleEvery)
+		}
+		w.setup.timeout = timeout
+		for _, op := range w.ops {
+			if op.state == opOpen {
+				w.violate(catStalled, "%s still open %s after faults stopped", op.pv, settleBound)
+			}
+		}
+		w.checkSources()
+	}
+	for try := 0; w.deletions == 0 && try < deletionTries; try++ {
+		w.clk.Step(w.lag())
+		w.deleted = false
+		w.deleteBackup(deleteBySource, -1, 0)
+		w.checkStep()
+	}
+	w.clk.Step(2*w.lag() + settleEvery)
+	w.logf("settle: listing lag passed")
+	w.checkStep()
+	w.checkDeleted()
+}
+
+// lag is the listing lag the plugin is told of.
+func (w *world) lag() time.Duration { return max(w.setup.listingLag, 30*time.Second) }

@@ -1,0 +1,423 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/sirupsen/logrus"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+)
+
+// The accounts, regions and names of an exploration.
+const (
+	sourceAccount = "111111111111"
+	vaultAccount  = "222222222222"
+	// strangerAccount is an account nobody holds credentials for: a mistyped vaultAccountId.
+	strangerAccount = "333333333333"
+	sourceRegion    = "us-east-1"
+	copyRegion      = "us-west-2"
+	farRegion       = "eu-west-1"
+	backupName      = "nightly"
+	backupUID       = "uid-ours"
+	// otherUID is the UID of the other install's backup of the same name.
+	otherUID     = "uid-theirs"
+	locationName = "aws-async"
+	volumeSize   = 8
+)
+
+// The times of an exploration.
+const (
+	// syncPeriod is Velero's operation sync period: how often a waiting backup is reconciled.
+	syncPeriod = 10 * time.Second
+	// clockStep is how far the fake clock moves while a plugin call waits on it.
+	clockStep = time.Second
+	// callRealLimit bounds the real time one plugin call may take before it counts as hung.
+	callRealLimit = 20 * time.Second
+	// callFakeLimit bounds the fake time one plugin call may wait.
+	callFakeLimit = 45 * time.Minute
+)
+
+var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+
+// accessKey is an account's key pair in the simulator.
+type accessKey struct{ id, secret string }
+
+var keys = map[string]accessKey{
+	sourceAccount: {"AKIAEXPLORESOURCE000", "source-secret"},
+	vaultAccount:  {"AKIAEXPLOREVAULT0000", "vault-secret"},
+}
+
+// setup is what a run's users configured: the backup's PVs and the location's config.
+type setup struct {
+	// pvs are the backup's PVs; upstream[i] says PV i is snapshotted through the upstream plugin's location.
+	pvs      []string
+	upstream []bool
+	copyTo   bool
+	vault    bool
+	// vaultRegion is where vault copies go; vaultRegion == copyRegion shares a region with the copy.
+	vaultRegion string
+	lock        bool
+	retain      bool
+	// vaultCredsOf is the account the vault credentials really belong to (the vault's, or by
+	// mistake the source account's); vaultAccountID is what the config names.
+	vaultCredsOf, vaultAccountID string
+	// listingLag is how long EC2 takes to list what it has just made.
+	listingLag time.Duration
+	// timeout is Velero's item-operation timeout.
+	timeout time.Duration
+	seed    int64
+}
+
+// config is the location's config as a VolumeSnapshotLocation holds it.
+func (s setup) config() map[string]string {
+	m := map[string]string{ebs.ConfigRegion: sourceRegion}
+	if s.copyTo {
+		m[ebs.ConfigCopyToRegion] = copyRegion
+	}
+	if s.vault {
+		m[ebs.ConfigVaultAccountID] = s.vaultAccountID
+		m[ebs.ConfigVaultProfile] = "vault"
+		m[ebs.ConfigVaultRegion] = s.vaultRegion
+		if s.lock {
+			m[ebs.ConfigVaultLockMode] = ebs.LockModeGovernance
+			m[ebs.ConfigVaultLockDurationDays] = "1"
+		}
+		if s.retain {
+			m[ebs.ConfigVaultRetainOnDelete] = "true"
+		}
+	}
+	return m
+}
+
+func (s setup) String() string {
+	var parts []string
+	for i, pv := range s.pvs {
+		by := ""
+		if s.upstream[i] {
+			by = " (upstream plugin)"
+		}
+		parts = append(parts, pv+by)
+	}
+	cfg := s.config()
+	names := make([]string, 0, len(cfg))
+	for k := range cfg {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var kv []string
+	for _, k := range names {
+		kv = append(kv, k+"="+cfg[k])
+	}
+	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s",
+		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout)
+}
+
+// opState is where Velero has an operation.
+type opState int
+
+const (
+	opOpen opState = iota
+	opCompleted
+	opFailed
+)
+
+// operation is one PV's operation as Velero core keeps it.
+type operation struct {
+	pv, volumeID string
+	upstream     bool
+	executed     bool
+	id           string // the operation ID Execute returned
+	issued       time.Time
+	attempted    bool
+	snapshotID   string // what CreateSnapshot returned; "" until then or when it failed
+	createErr    string
+	state        opState
+	polled       bool  // whether Velero has asked for the operation's progress
+	total        int64 // the progress units the last Progress reported
+
+	result      string
+	cancelledAt time.Time
+}
+
+// foreignSnapshot is another install's or tool's snapshot as it was made.
+type foreignSnapshot struct {
+	account, region string
+	tags            map[string]string
+}
+
+// world is one exploration: the simulator, the clock, Velero core's view of one backup, the
+// plugin processes, and what the checks remember.
+type world struct {
+	setup setup
+	cfg   ebs.Config
+	clk   *clocktesting.FakeClock
+	sim   *ec2sim.Simulator
+	log   logrus.FieldLogger
+
+	clients  map[string]*ec2.Client // by role, signer and region
+	requests []request
+	checked  int // requests already checked
+	down     map[string]bool
+	// downForCall are regions a lost answer took down until the current call ends.
+	downForCall []string
+	faults      faults
+	// hook runs once when the request count passes hookAt: another actor's step inside a call.
+	hook   func()
+	hookAt int
+	// callCtx is the context of the plugin call under way, nil between calls.
+	callCtx context.Context
+
+	handoff     *ebs.Handoff
+	snapshotter *ebs.Snapshotter // the item phase's plugin process
+	ops         []*operation
+	restarted   bool
+	deletions   int // full deletions that succeeded
+	deleted     bool
+	partialBy   string
+
+	foreign   map[string]foreignSnapshot
+	locked    map[string]bool
+	retained  map[string]bool
+	volumes   []string
+	otherVols []string
+
+	trace      []string
+	kinds      []string
+	violations []violation
+}
+
+// newWorld builds the simulator and the backup of s.
+func newWorld(s setup) (*world, error) {
+	cfg, err := ebs.ParseConfig(s.config())
+	if err != nil {
+		return nil, fmt.Errorf("the location's config: %w", err)
+	}
+	clk := clocktesting.NewFakeClock(t0)
+	simCfg := ec2sim.Config{
+		Unthrottled:      true,
+		SnapshotDuration: ec2sim.Range(20*time.Second, 3*time.Minute),
+		CopyDuration:     ec2sim.Range(30*time.Second, 5*time.Minute),
+		Seed:             s.seed,
+		Faults:           ec2sim.Faults{InvisibleFor: ec2sim.Fixed(s.listingLag)},
+	}
+	for _, id := range []string{sourceAccount, vaultAccount} {
+		simCfg.Accounts = append(simCfg.Accounts, ec2sim.Account{ID: id, AccessKeys: []ec2sim.AccessKey{{AccessKeyID: keys[id].id, SecretAccessKey: keys[id].secret}}})
+	}
+	if err := simCfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := logrus.New()
+	log.Out = io.Discard
+	log.Level = logrus.PanicLevel
+	w := &world{
+		setup: s, cfg: cfg, clk: clk, sim: ec2sim.New(simCfg, ec2sim.WithClock(clk)), log: log,
+		clients: map[string]*ec2.Client{}, down: map[string]bool{}, hookAt: -1,
+		foreign: map[string]foreignSnapshot{}, locked: map[string]bool{}, retained: map[string]bool{},
+	}
+	w.handoff = ebs.NewHandoff(clk)
+	w.snapshotter = w.newSnapshotter(cfg, w.regional("source", sourceAccount, true), true)
+	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
+	for i := range specs {
+		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}
+	}
+	ids := w.sim.AddVolumesTo(sourceAccount, sourceRegion, specs...)
+	w.volumes, w.otherVols = ids[:len(s.pvs)], ids[len(s.pvs):]
+	for i, pv := range s.pvs {
+		w.ops = append(w.ops, &operation{pv: pv, volumeID: w.volumes[i], upstream: s.upstream[i]})
+	}
+	w.logf("setup: %s", s)
+	return w, nil
+}
+
+// options are the plugin's options in every process of the world.
+func (w *world) options() []ebs.Option {
+	return []ebs.Option{ebs.WithClock(w.clk), ebs.WithLogger(w.log), ebs.WithListingLag(max(w.setup.listingLag, 30*time.Second))}
+}
+
+// regional returns EC2 clients for role, signing as signer.
+func (w *world) regional(role, signer string, faulty bool) ec2api.Regional {
+	return func(_ context.Context, region string) (ec2api.EC2, error) {
+		return w.client(role, signer, region, faulty), nil
+	}
+}
+
+func (w *world) client(role, signer, region string, faulty bool) *ec2.Client {
+	key := role + "/" + signer + "/" + region
+	c, ok := w.clients[key]
+	if !ok {
+		c = newClient(&transport{w: w, role: role, signer: signer, faulty: faulty}, keys[signer], region)
+		w.clients[key] = c
+	}
+	return c
+}
+
+// vaultClients are the clients of the location's vault credentials.
+func (w *world) vaultClients() ec2api.Regional {
+	return w.regional("vault", w.setup.vaultCredsOf, true)
+}
+
+// newSnapshotter is a plugin process's VolumeSnapshotter for cfg reaching EC2 through clients.
+func (w *world) newSnapshotter(cfg ebs.Config, clients ec2api.Regional, withHandoff bool) *ebs.Snapshotter {
+	opts := w.options()
+	if withHandoff {
+		opts = append(opts, ebs.WithHandoff(w.handoff))
+	}
+	if cfg.Vault.Enabled() {
+		opts = append(opts, ebs.WithVaultClients(w.vaultClients()))
+	}
+	return ebs.NewSnapshotter(cfg, clients, opts...)
+}
+
+// newTracker is a fresh plugin process's Tracker: nothing in memory.
+func (w *world) newTracker() *ebs.Tracker {
+	loc := locator{place: ebs.Place{Location: locationName, Clients: w.regional("source", sourceAccount, true)}}
+	if w.cfg.Vault.Enabled() {
+		loc.place.Vault = w.vaultClients()
+	}
+	return ebs.NewTracker(loc.place.Clients, append(w.options(), ebs.WithLocator(loc))...)
+}
+
+// locator finds every backup's operations in the one location of the world.
+type locator struct{ place ebs.Place }
+
+func (l locator) BackupPlaces(context.Context, *velerov1.Backup, string) ([]ebs.Place, error) {
+	return []ebs.Place{l.place}, nil
+}
+
+func (l locator) RestorePlaces(context.Context, *velerov1.Restore, string) ([]ebs.Place, error) {
+	return []ebs.Place{l.place}, nil
+}
+
+// backup is the Backup as Velero core shows it to Progress and Cancel.
+func (w *world) backup() *velerov1.Backup {
+	b := &velerov1.Backup{}
+	b.Name, b.UID, b.Namespace = backupName, backupUID, "velero"
+	b.Spec.VolumeSnapshotLocations = []string{locationName}
+	b.Status.Phase = velerov1.BackupPhaseWaitingForPluginOperations
+	for _, op := range w.ops {
+		if op.attempted {
+			b.Status.VolumeSnapshotsAttempted++
+		}
+		if op.snapshotID != "" {
+			b.Status.VolumeSnapshotsCompleted++
+		}
+	}
+	return b
+}
+
+// logf adds a line to the trace.
+func (w *world) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf("%8s ", w.clk.Since(t0).Truncate(time.Second))+fmt.Sprintf(format, args...))
+}
+
+// itemPhaseDone reports whether every PV has been through Execute and CreateSnapshot.
+func (w *world) itemPhaseDone() bool {
+	for _, op := range w.ops {
+		if !op.attempted {
+			return false
+		}
+	}
+	return true
+}
+
+// waiting reports whether the backup still waits for operations.
+func (w *world) waiting() bool {
+	for _, op := range w.ops {
+		if op.executed && op.state == opOpen {
+			return true
+		}
+	}
+	return !w.itemPhaseDone()
+}
+
+// onClock runs fn while stepping the fake clock whenever fn waits on it. It reports false when
+// fn did not return within the real or fake limits (the call hangs). A call made by a hook
+// inside another call runs in that call's goroutine, on the clock the outer call steps.
+func (w *world) onClock(fn func(ctx context.Context)) bool {
+	if w.callCtx != nil {
+		fn(w.callCtx)
+		return true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.callCtx = ctx
+	defer func() {
+		cancel()
+		w.callCtx = nil
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	realEnd, fakeEnd := time.Now().Add(callRealLimit), w.clk.Now().Add(callFakeLimit)
+	defer w.endCall()
+	for {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		if time.Now().After(realEnd) || w.clk.Now().After(fakeEnd) {
+			cancel()
+			<-done
+			return false
+		}
+		if w.clk.HasWaiters() {
+			w.clk.Step(clockStep)
+			continue
+		}
+		select {
+		case <-done:
+			return true
+		case <-time.After(20 * time.Microsecond):
+		}
+	}
+}
+
+// endCall brings back what a lost answer took down for the call.
+func (w *world) endCall() {
+	for _, r := range w.downForCall {
+		delete(w.down, r)
+	}
+	w.downForCall = nil
+}
+
+// interleave runs the hook once the request count has passed hookAt.
+func (w *world) interleave() {
+	if w.hook != nil && len(w.requests) > w.hookAt {
+		h := w.hook
+		w.hook, w.hookAt = nil, -1
+		h()
+	}
+}
+
+// other is a plain client of another install or tool in the source account, on a healthy EC2.
+func (w *world) other(region string) *ec2.Client {
+	return w.client("other", sourceAccount, region, false)
+}
+
+// tagList turns a map into EC2 tags.
+func tagList(m map[string]string) []types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]types.Tag, 0, len(m))
+	for _, k := range keys {
+		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
