@@ -180,6 +180,11 @@ func (w *world) deleter(kind deletionKind) (s *ebs.Snapshotter, reachesAll bool)
 // controller working on the backup meanwhile.
 func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Duration) {
 	s, reachesAll := w.deleter(kind)
+	for _, op := range w.ops {
+		if op.state == opOpen {
+			op.deletedWhileOpen = true
+		}
+	}
 	if hookAfter >= 0 && !w.deleted {
 		w.hook = func() {
 			w.clk.Step(hookDelay)

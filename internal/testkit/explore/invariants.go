@@ -30,6 +30,13 @@ const (
 	catKeptDeleted    category = "a locked or retained snapshot deleted"
 	// Deletion.
 	catFailedSnapshotLeaked category = "a snapshot Velero recorded as failed left behind after the deletion"
+	// catRefusedSnapshotLeaked is catFailedSnapshotLeaked when the operation that would have
+	// deleted the snapshot ended first without deleting it: EC2 refused it a request (IAM), or
+	// it timed out and its one Cancel could not reach EC2.
+	catRefusedSnapshotLeaked category = "a snapshot Velero recorded as failed left behind, its operation ended first without reaching it"
+	// catDeletedBeforeCleanup is catFailedSnapshotLeaked when the backup was deleted while the
+	// operation that would have deleted the snapshot was still open.
+	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
 	catCopyLeaked           category = "a copy left behind after the deletion"
 	catSourceLeaked         category = "a snapshot of the backup left behind after the deletion"
 	// Accounts.
@@ -113,7 +120,8 @@ func (w *world) checkStep() {
 		if lockedNow(s) {
 			w.locked[s.ID] = true
 		}
-		if w.setup.retain && s.State == "completed" && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
+		// Kept, pending or completed, as vaultRetainOnDelete asks.
+		if w.setup.retain && s.State != "error" && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
 			w.retained[s.ID] = true
 		}
 		if s.SourceSnapshotID == "" || s.DeletePending {
@@ -234,7 +242,8 @@ func (w *world) checkSources() {
 // checkDeleted checks, after a deletion and the listing lag, that nothing of the backup is left
 // anywhere but locked or retained copies.
 func (w *world) checkDeleted() {
-	for _, s := range sortedSnaps(w.everything()) {
+	all := w.everything()
+	for _, s := range sortedSnaps(all) {
 		if _, theirs := w.foreign[s.ID]; theirs || s.DeletePending || lockedNow(s) || w.retained[s.ID] {
 			continue
 		}
@@ -247,14 +256,21 @@ func (w *world) checkDeleted() {
 		}
 		op := w.opOfVolume(s.VolumeID)
 		switch {
-		case s.SourceSnapshotID != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
+		case s.SourceSnapshotID != "" && s.Tags[ebs.TagSourceAccount] != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
 			w.violate(catVaultCopyNotInVault, "the \"vault copy\" %s of %s is left in %s of %s, the account of the vault credentials", s.ID, s.SourceSnapshotID, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && !op.polled:
 			// Velero deleted the backup before it asked for the operation's progress: nothing
 			// told the plugin of this snapshot, whose ID Velero never had.
 			w.logf("left: %s of %s, whose CreateSnapshot failed, deleted before any Progress", s.ID, op.pv)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && op.state == opFailed && !strings.Contains(op.result, "deleted and not copied"):
+			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
+			w.violate(catDeletedBeforeCleanup, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the backup was deleted while the operation was open", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "":
 			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
+		case s.SourceSnapshotID != "" && all[s.SourceSnapshotID].ID != "":
+			// Its source is left too: the deletion never got to the copies.
+			w.violate(catSourceLeaked, "copy %s is left in %s of %s with its source %s", s.ID, s.Region, s.Account, s.SourceSnapshotID)
 		case s.SourceSnapshotID != "":
 			w.violate(catCopyLeaked, "copy %s of %s is left in %s of %s", s.ID, s.SourceSnapshotID, s.Region, s.Account)
 		default:

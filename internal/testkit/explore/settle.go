@@ -17,8 +17,8 @@ const (
 	deletionTries = 3
 )
 
-// settle ends a run: faults stop, the item phase ends, Velero reconciles (with no timeout, so
-// that only the plugin decides when an operation ends) until every operation has ended or the
+// settle ends a run: faults stop, the item phase ends, Velero reconciles (cancelling what
+// passes the item-operation timeout, as it does) until every operation has ended or the
 // bound has passed, then the backup is deleted, and once the listing lag has passed nothing of
 // it may be left.
 func (w *world) settle() {
@@ -36,15 +36,13 @@ func (w *world) settle() {
 		}
 	}
 	if !w.deleted {
-		timeout := w.setup.timeout
-		w.setup.timeout = 1 << 62
+		// Velero goes on cancelling what passes its item-operation timeout, as it would.
 		end := w.clk.Now().Add(settleBound)
 		for w.waiting() && w.clk.Now().Before(end) {
 			w.reconcile()
 			w.checkStep()
 			w.clk.Step(settleEvery)
 		}
-		w.setup.timeout = timeout
 		for _, op := range w.ops {
 			if op.state == opOpen {
 				w.violate(catStalled, "%s still open %s after faults stopped", op.pv, settleBound)

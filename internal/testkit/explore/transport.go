@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // sdkSleep is the SDK's sleep between retries (its internal sdk.SleepWithContext, which the SDK
@@ -159,4 +160,28 @@ func newClient(tr *transport, key accessKey, region string) *ec2.Client {
 			o.RateLimiter = ratelimit.None
 		}),
 	})
+}
+
+// accountOf returns what the plugin's locator asks STS: the account of key's credentials,
+// through tr.
+func accountOf(tr *transport, key accessKey) func(ctx context.Context) (string, error) {
+	c := sts.New(sts.Options{
+		Region:       sourceRegion,
+		BaseEndpoint: aws.String(endpoint),
+		HTTPClient:   &http.Client{Transport: tr},
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: key.id, SecretAccessKey: key.secret}, nil
+		}),
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = clientAttempts
+			o.RateLimiter = ratelimit.None
+		}),
+	})
+	return func(ctx context.Context) (string, error) {
+		out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.Account), nil
+	}
 }

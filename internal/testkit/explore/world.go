@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
@@ -149,6 +150,8 @@ type operation struct {
 
 	result      string
 	cancelledAt time.Time
+	// deletedWhileOpen is true when the backup was deleted while the operation was open.
+	deletedWhileOpen bool
 }
 
 // foreignSnapshot is another install's or tool's snapshot as it was made.
@@ -282,9 +285,12 @@ func (w *world) newSnapshotter(cfg ebs.Config, clients ec2api.Regional, withHand
 
 // newTracker is a fresh plugin process's Tracker: nothing in memory.
 func (w *world) newTracker() *ebs.Tracker {
-	loc := locator{place: ebs.Place{Location: locationName, Clients: w.regional("source", sourceAccount, true)}}
+	// The place the plugin's locator makes of the location: its config, and the vault
+	// credentials' account as STS names it.
+	loc := locator{place: ebs.Place{Location: locationName, Clients: w.regional("source", sourceAccount, true), Config: w.setup.config()}}
 	if w.cfg.Vault.Enabled() {
 		loc.place.Vault = w.vaultClients()
+		loc.place.VaultIdentity = accountOf(&transport{w: w, role: "vault", signer: w.setup.vaultCredsOf, faulty: true}, keys[w.setup.vaultCredsOf])
 	}
 	return ebs.NewTracker(loc.place.Clients, append(w.options(), ebs.WithLocator(loc))...)
 }
@@ -305,6 +311,7 @@ func (w *world) backup() *velerov1.Backup {
 	b := &velerov1.Backup{}
 	b.Name, b.UID, b.Namespace = backupName, backupUID, "velero"
 	b.Spec.VolumeSnapshotLocations = []string{locationName}
+	b.Spec.ItemOperationTimeout = metav1.Duration{Duration: w.setup.timeout}
 	b.Status.Phase = velerov1.BackupPhaseWaitingForPluginOperations
 	for _, op := range w.ops {
 		if op.attempted {
