@@ -269,10 +269,22 @@ func (seen deletionSeen) copyMayStart(copies []foundSnapshot, lag time.Duration)
 		if region == "" || err != nil || hasCopy(copies, region, tg.vault) || requested.Before(markedAt.Add(-lag-clockSkew)) {
 			continue
 		}
-		until = markedAt.Add(lag)
+		// Listed at the latest a listing lag after it was asked for, or after the mark when
+		// the request was stamped earlier (clock skew between nodes).
+		if u := later(markedAt, requested).Add(lag); u.After(until) {
+			until = u
+		}
 		what = append(what, fmt.Sprintf("the %s of %s to %s requested at %s", copyName(tg.vault), seen.sourceID, region, requested.UTC().Format(time.RFC3339)))
 	}
 	return until, strings.Join(what, " and ")
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // copyName names a copy by its target.

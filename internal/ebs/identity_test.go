@@ -426,3 +426,33 @@ func TestASnapshotVeleroRecordedAsFailedIsDeletedNotCopied(t *testing.T) {
 		})
 	}
 }
+
+// Velero calls Cancel once at the item-operation timeout; an operation whose snapshot Velero
+// recorded as failed, cancelled before any Progress deleted it, deletes it then: nothing else
+// would.
+func TestCancelDeletesASnapshotVeleroRecordedAsFailed(t *testing.T) {
+	tests := []struct {
+		name               string
+		attempted, records int
+		wantGone           []string
+	}{
+		{name: "Velero recorded it as failed", attempted: 2, records: 1, wantGone: []string{"snap-0000000a"}},
+		{name: "Velero records no failure", attempted: 2, records: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1", TagCreateToken, "t1", TagRecorded, recordedPending)))
+			f.serveTracker(nil)
+			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, tt.records)
+			backup.Status.VolumeSnapshotsAttempted = tt.attempted
+			f.clk.Step(4 * time.Hour)
+			if err := f.tracker().Cancel(context.Background(), pvOp(volA, "pv-1"), backup); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			if fmt.Sprint(f.src().deleted) != fmt.Sprint(tt.wantGone) && len(f.src().deleted)+len(tt.wantGone) > 0 {
+				t.Errorf("deleted %v, want %v", f.src().deleted, tt.wantGone)
+			}
+		})
+	}
+}

@@ -75,12 +75,11 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		t.deleteStrays(ctx, l.view, l.res.strays)
 		var del bool
 		if p, del = decideUnreturned(op, l.res.source, backup.Status, t.decideCfg(), p); del {
-			switch err := t.deleteUnreturned(ctx, l.view, l.res.source); {
-			case err != nil && ec2api.IsTransient(err):
+			// Until the snapshot is gone the operation stays open, so that a later call (or
+			// Cancel at the item-operation timeout) deletes it: nothing else would.
+			if err := t.deleteUnreturned(ctx, l.view, l.res.source); err != nil {
 				p.Completed, p.Err = false, ""
-				p.Description = err.Error()
-			case err != nil:
-				p.Err += "; " + err.Error()
+				p.Description = fmt.Sprintf("%v; trying again (it was made by a CreateSnapshot that returned an error to Velero)", err)
 			}
 		}
 	case l.view != nil && l.res.source != nil:
@@ -187,6 +186,15 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 	}
 	v, src := l.view, l.res.source
 	srcID := aws.ToString(src.SnapshotId)
+	if unreturned(src) {
+		// Nothing else would delete a snapshot Velero recorded as failed: the same rule as
+		// Progress decides whether it is one.
+		p := velero.OperationProgress{Updated: t.clock.Now()}
+		if _, del := decideUnreturned(op, src, backup.Status, t.decideCfg(), p); del {
+			return t.timed(v, func() error { return t.deleteUnreturned(ctx, v, src) })
+		}
+		return nil
+	}
 	if len(targetsOf(src)) == 0 {
 		return nil
 	}

@@ -129,6 +129,12 @@ func backupIn(phase velerov1.BackupPhase, snapshotsCompleted int) *velerov1.Back
 	return b
 }
 
+// attempted sets how many native snapshots Velero attempted for b.
+func attempted(b *velerov1.Backup, n int) *velerov1.Backup {
+	b.Status.VolumeSnapshotsAttempted = n
+	return b
+}
+
 var inProgress = backupIn(velerov1.BackupPhaseInProgress, 0)
 
 // want describes an expected OperationProgress; desc and errText are substrings.
@@ -379,6 +385,12 @@ func TestProgressNoSnapshotOnlyOnThisBackupsEvidence(t *testing.T) {
 		}},
 		{name: "a backup of the same name without this backup's UID does not count", backup: backupIn(waiting, 1), elapsed: time.Minute,
 			listed: []types.Snapshot{snapshot("snap-0000000e", volN(9), types.SnapshotStateCompleted, withTags(TagBackupUID, ""))}},
+		// A CreateSnapshot that failed may be this volume's, its snapshot made as late as the
+		// create window allows.
+		{name: "a snapshot failed, every completed snapshot listed, within the create window", listed: []types.Snapshot{other},
+			backup: attempted(backupIn(waiting, 1), 2), elapsed: time.Minute},
+		{name: "a snapshot failed, every completed snapshot listed, after the create window", listed: []types.Snapshot{other},
+			backup: attempted(backupIn(waiting, 1), 2), elapsed: 12 * time.Minute, outcome: done},
 		{name: "no native snapshot at all", backup: backupIn(waiting, 0), outcome: done},
 		{name: "EC2 lists fewer than Velero completed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 2)},
 		{name: "within the grace period", backup: backupIn(velerov1.BackupPhaseInProgress, 1), elapsed: 14 * time.Minute},

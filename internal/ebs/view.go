@@ -249,12 +249,13 @@ func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, la
 // setOperationTimeout records the backup's item-operation timeout, as the Backup passed says.
 func (v *backupView) setOperationTimeout(d time.Duration) { v.timeout = d }
 
-// timedOut reports whether Velero's item-operation timeout has passed for the operation of
-// source s: its operation was opened before s started (less the clock-skew margin), so past
-// the timeout after that, Velero has cancelled it or is about to. Its copy is then never
-// started, whether or not the cancelled mark could be written.
+// timedOut reports whether Velero's item-operation timeout may have passed for the operation of
+// source s: its operation was opened before s started, so Velero cancels it at the latest a
+// timeout after s started, and, the node's clock being off by up to the clock-skew margin, as
+// early as that margin before. From then on its copy is never started, whether or not the
+// cancelled mark could be written: a copy that late could not complete before the timeout.
 func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
-	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(clockSkew+v.timeout))
+	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-clockSkew))
 }
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
