@@ -78,6 +78,9 @@ const (
 	TagVolumeType       = tagPrefix + "volume-type"
 	TagVolumeIOPS       = tagPrefix + "volume-iops"
 	TagVolumeThroughput = tagPrefix + "volume-throughput"
+	// TagRestoreToken, on a restored volume, is the ClientToken of the CreateVolume that made
+	// it: when every answer of that call is lost, the volume is found by it.
+	TagRestoreToken = tagPrefix + "restore-token"
 )
 
 // VolumeSnapshotLocation config keys.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -130,11 +131,16 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 				}
 			}
-			if tt.wantTags != nil {
-				if len(in.TagSpecifications) != 1 || in.TagSpecifications[0].ResourceType != types.ResourceTypeVolume ||
-					fmt.Sprint(tagMap(in.TagSpecifications[0].Tags)) != fmt.Sprint(tt.wantTags) {
-					t.Errorf("volume tags %+v, want %v", in.TagSpecifications, tt.wantTags)
-				}
+			if len(in.TagSpecifications) != 1 || in.TagSpecifications[0].ResourceType != types.ResourceTypeVolume {
+				t.Fatalf("tag specifications %+v, want one for the volume", in.TagSpecifications)
+			}
+			tags := tagMap(in.TagSpecifications[0].Tags)
+			if token := aws.ToString(in.ClientToken); token == "" || tags[TagRestoreToken] != token {
+				t.Errorf("ClientToken %q, tag %q: want the same token", token, tags[TagRestoreToken])
+			}
+			delete(tags, TagRestoreToken)
+			if tt.wantTags != nil && fmt.Sprint(tags) != fmt.Sprint(tt.wantTags) {
+				t.Errorf("volume tags %v, want %v", tags, tt.wantTags)
 			}
 		})
 	}
@@ -252,8 +258,109 @@ func TestCreateVolumeFromSnapshotClusterTags(t *testing.T) {
 			tags[k] = v
 		}
 	}
-	want := map[string]string{TagBackup: backupName, "kubernetes.io/cluster/dr": "owned", "KubernetesCluster": "dr", "Name": "data"}
+	want := map[string]string{TagBackup: backupName, "kubernetes.io/cluster/dr": "owned", "KubernetesCluster": "dr", "Name": "data",
+		TagRestoreToken: aws.ToString((*got).ClientToken)}
 	if fmt.Sprint(tags) != fmt.Sprint(want) {
 		t.Errorf("volume tags %v, want %v", tags, want)
+	}
+}
+
+// A restore whose CreateVolume answers are lost returns the volume EC2 made, found by its
+// token's tag, and sends every request with one token, so EC2 makes one volume.
+func TestCreateVolumeFromSnapshotAnswersLost(t *testing.T) {
+	tests := []struct {
+		name    string
+		lost    int // CreateVolume calls whose answer is lost before one is answered
+		listed  int // look-ups before the volume is listed (-1: never)
+		want    string
+		wantErr []string
+	}{
+		{name: "answer lost, volume listed", lost: 1, listed: 0, want: "vol-0000000e"},
+		{name: "every answer lost, volume listed late", lost: 1000, listed: 3, want: "vol-0000000e"},
+		{name: "answer lost, volume not listed yet, next request answered", lost: 2, listed: -1, want: "vol-0000000e"},
+		{name: "no answer and nothing listed for the whole patience", lost: 1000, listed: -1,
+			wantErr: []string{"snap-0000000a", "no answer from EC2", TagRestoreToken}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.src()
+			r.add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp3")))
+			r.serveDescribe()
+			var tokens []string
+			r.m.EXPECT().CreateVolume(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+				func(_ context.Context, in *ec2.CreateVolumeInput, _ ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {
+					tokens = append(tokens, aws.ToString(in.ClientToken))
+					if len(tokens) <= tt.lost {
+						return nil, netErr()
+					}
+					return &ec2.CreateVolumeOutput{VolumeId: aws.String("vol-0000000e")}, nil
+				})
+			lookUps := 0
+			r.m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+				func(_ context.Context, in *ec2.DescribeVolumesInput, _ ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error) {
+					if len(in.Filters) != 1 || aws.ToString(in.Filters[0].Name) != "tag:"+TagRestoreToken || in.Filters[0].Values[0] != tokens[0] {
+						t.Errorf("look-up %+v, want by the token's tag", in.Filters)
+					}
+					lookUps++
+					if tt.listed < 0 || lookUps <= tt.listed {
+						return &ec2.DescribeVolumesOutput{}, nil
+					}
+					return &ec2.DescribeVolumesOutput{Volumes: []types.Volume{{VolumeId: aws.String("vol-0000000e")}}}, nil
+				})
+			s := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}, WithCreatePatience(time.Minute))
+			type result struct {
+				id  string
+				err error
+			}
+			res, ok := onClock(f, time.Hour, func(ctx context.Context) result {
+				id, err := s.CreateVolumeFromSnapshot(ctx, "snap-0000000a", "", "us-east-1a", nil)
+				return result{id, err}
+			})
+			if !ok {
+				t.Fatal("CreateVolumeFromSnapshot did not return")
+			}
+			wantErr(t, res.err, tt.wantErr...)
+			if res.id != tt.want {
+				t.Errorf("volume %q, want %q", res.id, tt.want)
+			}
+			for _, tok := range tokens {
+				if tok != tokens[0] {
+					t.Errorf("tokens %v, want one token for every request", tokens)
+					break
+				}
+			}
+		})
+	}
+}
+
+// Restoring the same PV again in this restore (Velero retrying it) sends the same token, so EC2
+// returns the volume it made; a request with other parameters has its own token.
+func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
+	base := ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), AvailabilityZone: aws.String("us-east-1a"), VolumeType: types.VolumeTypeGp3}
+	otherZone, otherSnap := base, base
+	otherZone.AvailabilityZone = aws.String("us-east-1b")
+	otherSnap.SnapshotId = aws.String("snap-0000000b")
+	first, err := restoreToken(srcRegion, &base)
+	wantErr(t, err)
+	tests := []struct {
+		name     string
+		region   string
+		in       ec2.CreateVolumeInput
+		wantSame bool
+	}{
+		{name: "same PV again", region: srcRegion, in: base, wantSame: true},
+		{name: "another zone", region: srcRegion, in: otherZone},
+		{name: "another snapshot", region: srcRegion, in: otherSnap},
+		{name: "another region", region: dstRegion, in: base},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := restoreToken(tt.region, &tt.in)
+			wantErr(t, err)
+			if (got == first) != tt.wantSame || len(got) > 64 {
+				t.Errorf("token %q, first %q: same %v, want %v (at most 64 characters)", got, first, got == first, tt.wantSame)
+			}
+		})
 	}
 }

@@ -34,6 +34,8 @@ type volume struct {
 	encrypted                         bool
 	tags                              map[string]string
 	created, ready, visibleAt         time.Time
+	// clientToken and request are CreateVolume's ClientToken and the request it came with.
+	clientToken, request string
 }
 
 // Snapshot and volume states.

@@ -295,3 +295,46 @@ func TestUnknownFilterInEmptyRegion(t *testing.T) {
 		t.Errorf("DescribeAvailabilityZones: %v", err)
 	}
 }
+
+// As EC2: a CreateVolume repeated with its client token gets the first request's volume and
+// makes no other; the token with other parameters is refused.
+func TestCreateVolumeClientToken(t *testing.T) {
+	f := start(t, Config{})
+	c := f.client("us-east-1")
+	create := func(token string, size int32) (string, error) {
+		out, err := c.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String("us-east-1a"),
+			Size: aws.Int32(size), ClientToken: aws.String(token)})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.VolumeId), nil
+	}
+	first, err := create("restore-1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, token string
+		size        int32
+		wantSame    bool
+		wantErr     string
+	}{
+		{name: "same token and parameters", token: "restore-1", size: 10, wantSame: true},
+		{name: "same token, other parameters", token: "restore-1", size: 20, wantErr: "IdempotentParameterMismatch"},
+		{name: "another token", token: "restore-2", size: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := create(tt.token, tt.size)
+			if errCode(err) != tt.wantErr {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			if err == nil && (id == first) != tt.wantSame {
+				t.Errorf("volume %s, first %s: same %v, want %v", id, first, id == first, tt.wantSame)
+			}
+		})
+	}
+	if n := len(f.srv.Sim.Volumes("us-east-1")); n != 2 {
+		t.Errorf("%d volumes, want 2", n)
+	}
+}
