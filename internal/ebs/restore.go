@@ -22,7 +22,8 @@ import (
 
 // CreateVolumeFromSnapshot creates a volume from a snapshot Velero recorded at backup. In the
 // snapshot's own region it restores from the snapshot; in the copy region, from its completed
-// copy. It returns the new volume's ID; VolumeZone then tells its AZ.
+// copy. When Velero passes no zone, a restore in the snapshot's own region uses the zone the
+// backed-up volume was in. It returns the new volume's ID; VolumeZone then tells its AZ.
 func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	if !awsid.IsSnapshotID(snapshotID) {
 		return "", fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
@@ -31,11 +32,16 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 	if err != nil {
 		return "", err
 	}
+	tags := tagMap(snap.Tags)
+	if volumeAZ == "" && aws.ToString(snap.SnapshotId) == snapshotID {
+		// In the volume's own region, the zone recorded at backup; a copy region keeps the
+		// zone choice of a volume of unknown zone.
+		volumeAZ = tags[TagVolumeAZ]
+	}
 	az, err := s.restoreZone(ctx, volumeAZ)
 	if err != nil {
 		return "", err
 	}
-	tags := tagMap(snap.Tags)
 	if volumeType == "" {
 		volumeType = tags[TagVolumeType]
 	}

@@ -364,3 +364,44 @@ func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
 		})
 	}
 }
+
+// An EKS Auto Mode PV names its zone only by topology.ebs.csi.eks.amazonaws.com/zone, which
+// Velero does not read: Velero passes no zone, and the volume is restored in its own region into
+// the zone recorded at backup. A zone Velero passes wins; a copy region chooses as before.
+func TestCreateVolumeFromSnapshotZoneRecordedAtBackup(t *testing.T) {
+	eastZones := []types.AvailabilityZone{
+		zone("us-east-1a", types.AvailabilityZoneStateAvailable, "availability-zone"),
+		zone("us-east-1b", types.AvailabilityZoneStateAvailable, "availability-zone"),
+		zone("us-east-1c", types.AvailabilityZoneStateAvailable, "availability-zone"),
+	}
+	recorded := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp3", TagVolumeAZ, "us-east-1c"))
+	unrecorded := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp3"))
+	tests := []struct {
+		name, region, veleroAZ string
+		here                   types.Snapshot
+		zones                  []types.AvailabilityZone
+		want                   string
+	}{
+		{name: "Auto Mode PV in its own region: the recorded zone", region: srcRegion, here: recorded, zones: eastZones, want: "us-east-1c"},
+		{name: "zone from Velero wins", region: srcRegion, veleroAZ: "us-east-1b", here: recorded, zones: eastZones, want: "us-east-1b"},
+		{name: "snapshot taken before zones were recorded", region: srcRegion, here: unrecorded, zones: eastZones, want: "us-east-1a"},
+		{name: "copy region keeps its choice", region: dstRegion, here: copyOfSnap("snap-0000000b", recorded, types.SnapshotStateCompleted),
+			zones: westZones, want: "us-west-2a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.regions[tt.region]
+			r.add(tt.here)
+			r.serveDescribe()
+			r.serveZones(tt.zones, nil)
+			got := r.serveCreateVolume(nil)
+			s := f.snapshotter(Config{Region: tt.region})
+			_, err := s.CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", tt.veleroAZ, nil)
+			wantErr(t, err)
+			if az := aws.ToString((*got).AvailabilityZone); az != tt.want {
+				t.Errorf("restored in %s, want %s", az, tt.want)
+			}
+		})
+	}
+}
