@@ -35,6 +35,8 @@ type Config struct {
 	RestoreAvailabilityZone string
 	// Vault, when enabled, gets a copy of every snapshot in another account.
 	Vault VaultConfig
+	// Restore is how the location restores volumes.
+	Restore RestoreConfig
 }
 
 var knownConfigKeys = []string{
@@ -42,6 +44,7 @@ var knownConfigKeys = []string{
 	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
 	ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion,
 	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
+	ConfigVolumeInitializationRate,
 }
 
 // ParseConfig validates a VolumeSnapshotLocation's config. Every error names the key and value.
@@ -83,6 +86,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		return Config{}, err
 	}
 	c.Vault = vault
+	if c.Restore, err = parseRestore(m); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 

@@ -57,6 +57,9 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 		in.Iops = int32Of(nil, tags[TagVolumeIOPS])
 		in.Throughput = int32Of(nil, tags[TagVolumeThroughput])
 	}
+	if rate := s.cfg.Restore.InitializationRate; rate != 0 {
+		in.VolumeInitializationRate = aws.Int32(rate)
+	}
 	if s.cfg.EBSKMSKeyID != "" {
 		in.Encrypted = aws.Bool(true)
 		in.KmsKeyId = aws.String(s.cfg.EBSKMSKeyID)
@@ -96,9 +99,10 @@ func restoreToken(region string, in *ec2.CreateVolumeInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%s|%s|%d|%d|%t|%s", session, region,
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%s|%s|%d|%d|%t|%s|%d", session, region,
 		aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone), in.VolumeType,
-		aws.ToInt32(in.Iops), aws.ToInt32(in.Throughput), aws.ToBool(in.Encrypted), aws.ToString(in.KmsKeyId)))
+		aws.ToInt32(in.Iops), aws.ToInt32(in.Throughput), aws.ToBool(in.Encrypted), aws.ToString(in.KmsKeyId),
+		aws.ToInt32(in.VolumeInitializationRate)))
 	return hex.EncodeToString(sum[:restoreTokenBytes]), nil
 }
 

@@ -96,6 +96,8 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 		{name: "no copy", cfg: west, wantErr: []string{"snap-0000000a is not in us-west-2 and has no copy there"}},
 		{name: "source not completed", cfg: east, here: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStatePending)},
 			wantErr: []string{"snap-0000000a in us-east-1 is pending, not completed"}},
+		{name: "volumeInitializationRate provisioned", cfg: Config{Region: srcRegion, Restore: RestoreConfig{InitializationRate: 300}}, here: []types.Snapshot{io}, volumeType: "io2",
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io2", Iops: aws.Int32(5000), VolumeInitializationRate: aws.Int32(300)}},
 		{name: "CreateVolume refused", cfg: east, here: []types.Snapshot{io}, volumeType: "io2", createErr: httpErr(400, "InvalidParameterCombination"),
 			want: &ec2.CreateVolumeInput{}, wantErr: []string{"snap-0000000a", "InvalidParameterCombination"}},
 	}
@@ -126,6 +128,7 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 				{"Throughput", aws.ToInt32(in.Throughput), aws.ToInt32(tt.want.Throughput)},
 				{"Encrypted", aws.ToBool(in.Encrypted), aws.ToBool(tt.want.Encrypted)},
 				{"KmsKeyId", aws.ToString(in.KmsKeyId), aws.ToString(tt.want.KmsKeyId)},
+				{"VolumeInitializationRate", aws.ToInt32(in.VolumeInitializationRate), aws.ToInt32(tt.want.VolumeInitializationRate)},
 			} {
 				if c.got != c.want {
 					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)

@@ -158,6 +158,9 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	case hasThroughput && typ != "gp3":
 		return nil, clientError("InvalidParameterCombination", "The parameter throughput is not supported for %s volumes.", typ)
 	}
+	if err := initializationRate(q, snap); err != nil {
+		return nil, err
+	}
 	tags, err := q.tagSpecs("volume")
 	if err != nil {
 		return nil, err
@@ -194,6 +197,28 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	w := newResponse(q.action, q.requestID)
 	writeVolumeFields(w, v, q.now)
 	return w.finish(q.action), nil
+}
+
+// EC2's range of CreateVolume's VolumeInitializationRate, in MiB/s.
+const (
+	minInitializationRate = 100
+	maxInitializationRate = 300
+)
+
+// initializationRate checks CreateVolume's VolumeInitializationRate as EC2 does: only for a
+// volume from a snapshot, and within EC2's range.
+func initializationRate(q *request, snap *snapshot) *apiError {
+	rate, has, err := q.int32("VolumeInitializationRate")
+	switch {
+	case err != nil || !has:
+		return err
+	case snap == nil:
+		return clientError("InvalidParameterCombination", "The parameter volumeInitializationRate is only supported for volumes created from a snapshot.")
+	case rate < minInitializationRate || rate > maxInitializationRate:
+		return clientError("InvalidParameterValue", "Value (%d) for parameter volumeInitializationRate is invalid. Valid range: %d - %d MiB/s.",
+			rate, minInitializationRate, maxInitializationRate)
+	}
+	return nil
 }
 
 // volumeRequest is what makes two CreateVolume requests the same request: every parameter but
