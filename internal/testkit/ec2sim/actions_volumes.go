@@ -158,7 +158,8 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	case hasThroughput && typ != "gp3":
 		return nil, clientError("InvalidParameterCombination", "The parameter throughput is not supported for %s volumes.", typ)
 	}
-	if err := initializationRate(q, snap); err != nil {
+	initRate, err := initializationRate(q, snap)
+	if err != nil {
 		return nil, err
 	}
 	tags, err := q.tagSpecs("volume")
@@ -187,7 +188,7 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 		id: id, seq: seq, az: az, typ: typ, sizeGiB: size, encrypted: encrypted, kmsKeyID: kms, tags: tags,
 		created: q.now, ready: q.now.Add(s.draw(s.cfg.VolumeCreateDuration)),
 		visibleAt:   q.now.Add(s.draw(s.faults.InvisibleFor)),
-		clientToken: token, request: request,
+		clientToken: token, request: request, initRate: initRate,
 	}
 	if snap != nil {
 		v.snapshotID = snap.id
@@ -207,18 +208,18 @@ const (
 
 // initializationRate checks CreateVolume's VolumeInitializationRate as EC2 does: only for a
 // volume from a snapshot, and within EC2's range.
-func initializationRate(q *request, snap *snapshot) *apiError {
+func initializationRate(q *request, snap *snapshot) (int32, *apiError) {
 	rate, has, err := q.int32("VolumeInitializationRate")
 	switch {
 	case err != nil || !has:
-		return err
+		return 0, err
 	case snap == nil:
-		return clientError("InvalidParameterCombination", "The parameter volumeInitializationRate is only supported for volumes created from a snapshot.")
+		return 0, clientError("InvalidParameterCombination", "The parameter volumeInitializationRate is only supported for volumes created from a snapshot.")
 	case rate < minInitializationRate || rate > maxInitializationRate:
-		return clientError("InvalidParameterValue", "Value (%d) for parameter volumeInitializationRate is invalid. Valid range: %d - %d MiB/s.",
+		return 0, clientError("InvalidParameterValue", "Value (%d) for parameter volumeInitializationRate is invalid. Valid range: %d - %d MiB/s.",
 			rate, minInitializationRate, maxInitializationRate)
 	}
-	return nil
+	return rate, nil
 }
 
 // volumeRequest is what makes two CreateVolume requests the same request: every parameter but

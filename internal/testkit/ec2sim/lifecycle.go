@@ -36,6 +36,8 @@ type volume struct {
 	created, ready, visibleAt         time.Time
 	// clientToken and request are CreateVolume's ClientToken and the request it came with.
 	clientToken, request string
+	// initRate is the provisioned initialization rate in MiB/s; 0: EBS's default rate.
+	initRate int32
 }
 
 // Snapshot and volume states.
