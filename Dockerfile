@@ -1,6 +1,7 @@
 # Image for `velero plugin add`: an init container that copies the plugin into /target.
 # Build for several platforms with: docker buildx build --platform linux/amd64,linux/arm64 .
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+# The Go toolchain pinned to its patch release, as Velero pins it: the same source builds the same binary.
+FROM --platform=$BUILDPLATFORM golang:1.26.8 AS build
 ARG TARGETOS
 ARG TARGETARCH
 WORKDIR /src

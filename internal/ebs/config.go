@@ -36,6 +36,8 @@ type Config struct {
 	RestoreAvailabilityZone string
 	// Vault, when enabled, gets a copy of every snapshot in another account.
 	Vault VaultConfig
+	// Restore is how the location restores volumes.
+	Restore RestoreConfig
 }
 
 var knownConfigKeys = []string{
@@ -43,6 +45,7 @@ var knownConfigKeys = []string{
 	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
 	ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion,
 	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
+	ConfigVolumeInitializationRate,
 }
 
 // tagCarriedKeys are the config keys whose values ride on every source snapshot as a tag (the
@@ -97,6 +100,9 @@ func ParseConfig(m map[string]string) (Config, error) {
 		return Config{}, err
 	}
 	c.Vault = vault
+	if c.Restore, err = parseRestore(m); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 

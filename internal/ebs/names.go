@@ -80,6 +80,13 @@ const (
 	TagVolumeType       = tagPrefix + "volume-type"
 	TagVolumeIOPS       = tagPrefix + "volume-iops"
 	TagVolumeThroughput = tagPrefix + "volume-throughput"
+	// TagVolumeAZ, on a source snapshot, is the backed-up volume's availability zone: a restore
+	// in the volume's region uses it when Velero passes no zone (a PV whose only zone is one
+	// Velero does not read, such as EKS Auto Mode's topology key).
+	TagVolumeAZ = tagPrefix + "volume-az"
+	// TagRestoreToken, on a restored volume, is the ClientToken of the CreateVolume that made
+	// it: when every answer of that call is lost, the volume is found by it.
+	TagRestoreToken = tagPrefix + "restore-token"
 )
 
 // VolumeSnapshotLocation config keys.

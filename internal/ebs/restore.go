@@ -2,22 +2,28 @@ package ebs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 // CreateVolumeFromSnapshot creates a volume from a snapshot Velero recorded at backup. In the
 // snapshot's own region it restores from the snapshot; in the copy region, from its completed
-// copy. It returns the new volume's ID; VolumeZone then tells its AZ.
+// copy. When Velero passes no zone, a restore in the snapshot's own region uses the zone the
+// backed-up volume was in. It returns the new volume's ID; VolumeZone then tells its AZ.
 func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	if !awsid.IsSnapshotID(snapshotID) {
 		return "", fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
@@ -26,11 +32,16 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 	if err != nil {
 		return "", err
 	}
+	tags := tagMap(snap.Tags)
+	if volumeAZ == "" && aws.ToString(snap.SnapshotId) == snapshotID {
+		// In the volume's own region, the zone recorded at backup; a copy region keeps the
+		// zone choice of a volume of unknown zone.
+		volumeAZ = tags[TagVolumeAZ]
+	}
 	az, err := s.restoreZone(ctx, volumeAZ)
 	if err != nil {
 		return "", err
 	}
-	tags := tagMap(snap.Tags)
 	if volumeType == "" {
 		volumeType = tags[TagVolumeType]
 	}
@@ -46,26 +57,88 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 		in.Iops = int32Of(nil, tags[TagVolumeIOPS])
 		in.Throughput = int32Of(nil, tags[TagVolumeThroughput])
 	}
+	if rate := s.cfg.Restore.InitializationRate; rate != 0 {
+		in.VolumeInitializationRate = aws.Int32(rate)
+	}
 	if s.cfg.EBSKMSKeyID != "" {
 		in.Encrypted = aws.Bool(true)
 		in.KmsKeyId = aws.String(s.cfg.EBSKMSKeyID)
 	}
-	if vt, _ := mergeTags(maxTags, s.clusterTags(), restoredVolumeTags(tags, s.clusterName != "")); len(vt) > 0 {
-		in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
+	token, err := restoreToken(s.cfg.Region, in)
+	if err != nil {
+		return "", err
 	}
+	in.ClientToken = aws.String(token)
+	own := map[string]string{TagRestoreToken: token}
+	vt, _ := mergeTags(maxTags, own, s.clusterTags(), restoredVolumeTags(tags, s.clusterName != ""))
+	in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
 	c, err := s.clients(ctx, s.cfg.Region)
 	if err != nil {
 		return "", err
 	}
-	out, err := c.CreateVolume(ctx, in)
+	id, err := s.createVolumeOnce(ctx, c, in)
 	if err != nil {
-		return "", fmt.Errorf("creating a volume from snapshot %s in %s: %w", aws.ToString(snap.SnapshotId), az, err)
+		return "", err
 	}
-	id := aws.ToString(out.VolumeId)
 	s.mu.Lock()
 	s.restored[id] = az
 	s.mu.Unlock()
 	return id, nil
+}
+
+// Restore sessions: one Velero plugin process serves one restore (core starts the plugins for
+// each restore and stops them after), so a token drawn per process tells this restore from any
+// other restore of the same snapshot.
+var restoreSession = sync.OnceValues(newCreateToken)
+
+// restoreToken is the ClientToken of the CreateVolume that restores a PV: a digest of this
+// process's restore session and of the request, so that every attempt to restore the same PV in
+// this restore, Velero's own retries included, is one request to EC2 and makes one volume.
+func restoreToken(region string, in *ec2.CreateVolumeInput) (string, error) {
+	session, err := restoreSession()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%s|%s|%d|%d|%t|%s|%d", session, region,
+		aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone), in.VolumeType,
+		aws.ToInt32(in.Iops), aws.ToInt32(in.Throughput), aws.ToBool(in.Encrypted), aws.ToString(in.KmsKeyId),
+		aws.ToInt32(in.VolumeInitializationRate)))
+	return hex.EncodeToString(sum[:restoreTokenBytes]), nil
+}
+
+// restoreTokenBytes is the size of a restore token's digest (EC2 takes tokens of up to 64 characters).
+const restoreTokenBytes = 16
+
+// restoreLookUpWait separates two rounds of a CreateVolume whose answers were all lost.
+const restoreLookUpWait = 2 * time.Second
+
+// createVolumeOnce sends in, which carries a ClientToken, until EC2 answers it or a look-up by
+// the token's tag finds the volume a request made. EC2 makes one volume per token, so sending
+// it again is safe; what matters is never to return without the volume a request may have made.
+func (s *Snapshotter) createVolumeOnce(ctx context.Context, c ec2api.EC2, in *ec2.CreateVolumeInput) (string, error) {
+	token, snap, az := aws.ToString(in.ClientToken), aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone)
+	deadline := s.clock.Now().Add(s.createPatience)
+	for {
+		out, err := c.CreateVolume(ctx, in)
+		if err == nil {
+			return aws.ToString(out.VolumeId), nil
+		}
+		if !ec2api.IsAmbiguous(err) {
+			return "", fmt.Errorf("creating a volume from snapshot %s in %s: %w", snap, az, err)
+		}
+		s.log.WithField("snapshotID", snap).WithError(err).Warn("CreateVolume may have taken effect; looking for the volume by its token")
+		vols, lookErr := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagRestoreToken, token)}})
+		if lookErr == nil && len(vols) > 0 {
+			return aws.ToString(vols[0].VolumeId), nil
+		}
+		if s.clock.Now().After(deadline) {
+			return "", fmt.Errorf("creating a volume from snapshot %s in %s: no answer from EC2 for %s, and no volume tagged %s=%s listed; "+
+				"a volume may still appear with that tag: %w", snap, az, s.createPatience, TagRestoreToken, token, err)
+		}
+		if err := sleep(ctx, s.clock, restoreLookUpWait); err != nil {
+			return "", err
+		}
+	}
 }
 
 // restorableSnapshot returns the snapshot itself when this region holds it, else its completed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -95,6 +96,8 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 		{name: "no copy", cfg: west, wantErr: []string{"snap-0000000a is not in us-west-2 and has no copy there"}},
 		{name: "source not completed", cfg: east, here: []types.Snapshot{snapshot("snap-0000000a", volA, types.SnapshotStatePending)},
 			wantErr: []string{"snap-0000000a in us-east-1 is pending, not completed"}},
+		{name: "volumeInitializationRate provisioned", cfg: Config{Region: srcRegion, Restore: RestoreConfig{InitializationRate: 300}}, here: []types.Snapshot{io}, volumeType: "io2",
+			want: &ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), VolumeType: "io2", Iops: aws.Int32(5000), VolumeInitializationRate: aws.Int32(300)}},
 		{name: "CreateVolume refused", cfg: east, here: []types.Snapshot{io}, volumeType: "io2", createErr: httpErr(400, "InvalidParameterCombination"),
 			want: &ec2.CreateVolumeInput{}, wantErr: []string{"snap-0000000a", "InvalidParameterCombination"}},
 	}
@@ -125,16 +128,22 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 				{"Throughput", aws.ToInt32(in.Throughput), aws.ToInt32(tt.want.Throughput)},
 				{"Encrypted", aws.ToBool(in.Encrypted), aws.ToBool(tt.want.Encrypted)},
 				{"KmsKeyId", aws.ToString(in.KmsKeyId), aws.ToString(tt.want.KmsKeyId)},
+				{"VolumeInitializationRate", aws.ToInt32(in.VolumeInitializationRate), aws.ToInt32(tt.want.VolumeInitializationRate)},
 			} {
 				if c.got != c.want {
 					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 				}
 			}
-			if tt.wantTags != nil {
-				if len(in.TagSpecifications) != 1 || in.TagSpecifications[0].ResourceType != types.ResourceTypeVolume ||
-					fmt.Sprint(tagMap(in.TagSpecifications[0].Tags)) != fmt.Sprint(tt.wantTags) {
-					t.Errorf("volume tags %+v, want %v", in.TagSpecifications, tt.wantTags)
-				}
+			if len(in.TagSpecifications) != 1 || in.TagSpecifications[0].ResourceType != types.ResourceTypeVolume {
+				t.Fatalf("tag specifications %+v, want one for the volume", in.TagSpecifications)
+			}
+			tags := tagMap(in.TagSpecifications[0].Tags)
+			if token := aws.ToString(in.ClientToken); token == "" || tags[TagRestoreToken] != token {
+				t.Errorf("ClientToken %q, tag %q: want the same token", token, tags[TagRestoreToken])
+			}
+			delete(tags, TagRestoreToken)
+			if tt.wantTags != nil && fmt.Sprint(tags) != fmt.Sprint(tt.wantTags) {
+				t.Errorf("volume tags %v, want %v", tags, tt.wantTags)
 			}
 		})
 	}
@@ -252,8 +261,150 @@ func TestCreateVolumeFromSnapshotClusterTags(t *testing.T) {
 			tags[k] = v
 		}
 	}
-	want := map[string]string{TagBackup: backupName, "kubernetes.io/cluster/dr": "owned", "KubernetesCluster": "dr", "Name": "data"}
+	want := map[string]string{TagBackup: backupName, "kubernetes.io/cluster/dr": "owned", "KubernetesCluster": "dr", "Name": "data",
+		TagRestoreToken: aws.ToString((*got).ClientToken)}
 	if fmt.Sprint(tags) != fmt.Sprint(want) {
 		t.Errorf("volume tags %v, want %v", tags, want)
+	}
+}
+
+// A restore whose CreateVolume answers are lost returns the volume EC2 made, found by its
+// token's tag, and sends every request with one token, so EC2 makes one volume.
+func TestCreateVolumeFromSnapshotAnswersLost(t *testing.T) {
+	tests := []struct {
+		name    string
+		lost    int // CreateVolume calls whose answer is lost before one is answered
+		listed  int // look-ups before the volume is listed (-1: never)
+		want    string
+		wantErr []string
+	}{
+		{name: "answer lost, volume listed", lost: 1, listed: 0, want: "vol-0000000e"},
+		{name: "every answer lost, volume listed late", lost: 1000, listed: 3, want: "vol-0000000e"},
+		{name: "answer lost, volume not listed yet, next request answered", lost: 2, listed: -1, want: "vol-0000000e"},
+		{name: "no answer and nothing listed for the whole patience", lost: 1000, listed: -1,
+			wantErr: []string{"snap-0000000a", "no answer from EC2", TagRestoreToken}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.src()
+			r.add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp3")))
+			r.serveDescribe()
+			var tokens []string
+			r.m.EXPECT().CreateVolume(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+				func(_ context.Context, in *ec2.CreateVolumeInput, _ ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {
+					tokens = append(tokens, aws.ToString(in.ClientToken))
+					if len(tokens) <= tt.lost {
+						return nil, netErr()
+					}
+					return &ec2.CreateVolumeOutput{VolumeId: aws.String("vol-0000000e")}, nil
+				})
+			lookUps := 0
+			r.m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes().DoAndReturn(
+				func(_ context.Context, in *ec2.DescribeVolumesInput, _ ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error) {
+					if len(in.Filters) != 1 || aws.ToString(in.Filters[0].Name) != "tag:"+TagRestoreToken || in.Filters[0].Values[0] != tokens[0] {
+						t.Errorf("look-up %+v, want by the token's tag", in.Filters)
+					}
+					lookUps++
+					if tt.listed < 0 || lookUps <= tt.listed {
+						return &ec2.DescribeVolumesOutput{}, nil
+					}
+					return &ec2.DescribeVolumesOutput{Volumes: []types.Volume{{VolumeId: aws.String("vol-0000000e")}}}, nil
+				})
+			s := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}, WithCreatePatience(time.Minute))
+			type result struct {
+				id  string
+				err error
+			}
+			res, ok := onClock(f, time.Hour, func(ctx context.Context) result {
+				id, err := s.CreateVolumeFromSnapshot(ctx, "snap-0000000a", "", "us-east-1a", nil)
+				return result{id, err}
+			})
+			if !ok {
+				t.Fatal("CreateVolumeFromSnapshot did not return")
+			}
+			wantErr(t, res.err, tt.wantErr...)
+			if res.id != tt.want {
+				t.Errorf("volume %q, want %q", res.id, tt.want)
+			}
+			for _, tok := range tokens {
+				if tok != tokens[0] {
+					t.Errorf("tokens %v, want one token for every request", tokens)
+					break
+				}
+			}
+		})
+	}
+}
+
+// Restoring the same PV again in this restore (Velero retrying it) sends the same token, so EC2
+// returns the volume it made; a request with other parameters has its own token.
+func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
+	base := ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0000000a"), AvailabilityZone: aws.String("us-east-1a"), VolumeType: types.VolumeTypeGp3}
+	otherZone, otherSnap := base, base
+	otherZone.AvailabilityZone = aws.String("us-east-1b")
+	otherSnap.SnapshotId = aws.String("snap-0000000b")
+	first, err := restoreToken(srcRegion, &base)
+	wantErr(t, err)
+	tests := []struct {
+		name     string
+		region   string
+		in       ec2.CreateVolumeInput
+		wantSame bool
+	}{
+		{name: "same PV again", region: srcRegion, in: base, wantSame: true},
+		{name: "another zone", region: srcRegion, in: otherZone},
+		{name: "another snapshot", region: srcRegion, in: otherSnap},
+		{name: "another region", region: dstRegion, in: base},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := restoreToken(tt.region, &tt.in)
+			wantErr(t, err)
+			if (got == first) != tt.wantSame || len(got) > 64 {
+				t.Errorf("token %q, first %q: same %v, want %v (at most 64 characters)", got, first, got == first, tt.wantSame)
+			}
+		})
+	}
+}
+
+// An EKS Auto Mode PV names its zone only by topology.ebs.csi.eks.amazonaws.com/zone, which
+// Velero does not read: Velero passes no zone, and the volume is restored in its own region into
+// the zone recorded at backup. A zone Velero passes wins; a copy region chooses as before.
+func TestCreateVolumeFromSnapshotZoneRecordedAtBackup(t *testing.T) {
+	eastZones := []types.AvailabilityZone{
+		zone("us-east-1a", types.AvailabilityZoneStateAvailable, "availability-zone"),
+		zone("us-east-1b", types.AvailabilityZoneStateAvailable, "availability-zone"),
+		zone("us-east-1c", types.AvailabilityZoneStateAvailable, "availability-zone"),
+	}
+	recorded := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp3", TagVolumeAZ, "us-east-1c"))
+	unrecorded := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp3"))
+	tests := []struct {
+		name, region, veleroAZ string
+		here                   types.Snapshot
+		zones                  []types.AvailabilityZone
+		want                   string
+	}{
+		{name: "Auto Mode PV in its own region: the recorded zone", region: srcRegion, here: recorded, zones: eastZones, want: "us-east-1c"},
+		{name: "zone from Velero wins", region: srcRegion, veleroAZ: "us-east-1b", here: recorded, zones: eastZones, want: "us-east-1b"},
+		{name: "snapshot taken before zones were recorded", region: srcRegion, here: unrecorded, zones: eastZones, want: "us-east-1a"},
+		{name: "copy region keeps its choice", region: dstRegion, here: copyOfSnap("snap-0000000b", recorded, types.SnapshotStateCompleted),
+			zones: westZones, want: "us-west-2a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.regions[tt.region]
+			r.add(tt.here)
+			r.serveDescribe()
+			r.serveZones(tt.zones, nil)
+			got := r.serveCreateVolume(nil)
+			s := f.snapshotter(Config{Region: tt.region})
+			_, err := s.CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", tt.veleroAZ, nil)
+			wantErr(t, err)
+			if az := aws.ToString((*got).AvailabilityZone); az != tt.want {
+				t.Errorf("restored in %s, want %s", az, tt.want)
+			}
+		})
 	}
 }

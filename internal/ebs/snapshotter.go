@@ -324,9 +324,12 @@ func newCreateToken() (string, error) {
 }
 
 // intentTags are the plugin's own tags on a source snapshot: where its copy and its vault copy
-// go, and the volume settings a restore recreates.
+// go, and the volume settings (its zone among them) a restore recreates.
 func (s *Snapshotter) intentTags(vol types.Volume) map[string]string {
 	t := map[string]string{TagVolumeType: string(vol.VolumeType)}
+	if az := aws.ToString(vol.AvailabilityZone); az != "" {
+		t[TagVolumeAZ] = az
+	}
 	if vol.Iops != nil {
 		t[TagVolumeIOPS] = strconv.Itoa(int(*vol.Iops))
 	}

@@ -114,7 +114,7 @@ func TestCreateSnapshotTags(t *testing.T) {
 			velero: map[string]string{TagBackup: backupName, TagPV: "pv-1", "app": "web",
 				TagCopyToRegion: "eu-west-1"}, // a backup label colliding with the plugin's key
 			want: map[string]string{
-				TagVolumeType: "gp3", TagVolumeIOPS: "3000", TagVolumeThroughput: "125",
+				TagVolumeType: "gp3", TagVolumeIOPS: "3000", TagVolumeThroughput: "125", TagVolumeAZ: "us-east-1a",
 				TagCopyToRegion: dstRegion, TagCopyKMSKeyID: "alias/dr", TagCopyCompletionMinutes: "60",
 				TagBackup: backupName, TagPV: "pv-1", "app": "web", "Name": "data",
 			},
@@ -124,7 +124,7 @@ func TestCreateSnapshotTags(t *testing.T) {
 			cfg:    Config{Region: srcRegion},
 			vol:    volume(types.VolumeTypeSt1, 0, 0),
 			velero: veleroTags,
-			want:   map[string]string{TagVolumeType: "st1", TagBackup: backupName, TagPV: "pv-1", "app": "web"},
+			want:   map[string]string{TagVolumeType: "st1", TagVolumeAZ: "us-east-1a", TagBackup: backupName, TagPV: "pv-1", "app": "web"},
 		},
 	}
 	for _, tt := range tests {

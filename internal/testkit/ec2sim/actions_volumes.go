@@ -1,8 +1,10 @@
 package ec2sim
 
 import (
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -156,9 +158,22 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	case hasThroughput && typ != "gp3":
 		return nil, clientError("InvalidParameterCombination", "The parameter throughput is not supported for %s volumes.", typ)
 	}
+	initRate, err := initializationRate(q, snap)
+	if err != nil {
+		return nil, err
+	}
 	tags, err := q.tagSpecs("volume")
 	if err != nil {
 		return nil, err
+	}
+	token, request := q.get("ClientToken"), volumeRequest(q.params)
+	if v, err := r.volumeOfToken(token, request); v != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		w := newResponse(q.action, q.requestID)
+		writeVolumeFields(w, v, q.now)
+		return w.finish(q.action), nil
 	}
 	encrypted := q.bool("Encrypted") || (snap != nil && snap.encrypted)
 	kms := q.get("KmsKeyId")
@@ -172,7 +187,8 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	v := &volume{
 		id: id, seq: seq, az: az, typ: typ, sizeGiB: size, encrypted: encrypted, kmsKeyID: kms, tags: tags,
 		created: q.now, ready: q.now.Add(s.draw(s.cfg.VolumeCreateDuration)),
-		visibleAt: q.now.Add(s.draw(s.faults.InvisibleFor)),
+		visibleAt:   q.now.Add(s.draw(s.faults.InvisibleFor)),
+		clientToken: token, request: request, initRate: initRate,
 	}
 	if snap != nil {
 		v.snapshotID = snap.id
@@ -182,6 +198,60 @@ func (s *Simulator) createVolume(r *region, q *request) ([]byte, *apiError) {
 	w := newResponse(q.action, q.requestID)
 	writeVolumeFields(w, v, q.now)
 	return w.finish(q.action), nil
+}
+
+// EC2's range of CreateVolume's VolumeInitializationRate, in MiB/s.
+const (
+	minInitializationRate = 100
+	maxInitializationRate = 300
+)
+
+// initializationRate checks CreateVolume's VolumeInitializationRate as EC2 does: only for a
+// volume from a snapshot, and within EC2's range.
+func initializationRate(q *request, snap *snapshot) (int32, *apiError) {
+	rate, has, err := q.int32("VolumeInitializationRate")
+	switch {
+	case err != nil || !has:
+		return 0, err
+	case snap == nil:
+		return 0, clientError("InvalidParameterCombination", "The parameter volumeInitializationRate is only supported for volumes created from a snapshot.")
+	case rate < minInitializationRate || rate > maxInitializationRate:
+		return 0, clientError("InvalidParameterValue", "Value (%d) for parameter volumeInitializationRate is invalid. Valid range: %d - %d MiB/s.",
+			rate, minInitializationRate, maxInitializationRate)
+	}
+	return rate, nil
+}
+
+// volumeRequest is what makes two CreateVolume requests the same request: every parameter but
+// the client token and the request's envelope.
+func volumeRequest(params url.Values) string {
+	p := url.Values{}
+	for k, vs := range params {
+		if k != "Action" && k != "Version" && k != "ClientToken" && !strings.HasPrefix(k, "X-Amz-") {
+			p[k] = vs
+		}
+	}
+	return p.Encode()
+}
+
+// volumeOfToken is EC2's idempotency of CreateVolume: a request with the client token of an
+// earlier one gets the earlier one's volume when its parameters are the same, and is refused
+// when they differ. It returns nil for a request without a token or with a new one.
+func (r *region) volumeOfToken(token, request string) (*volume, *apiError) {
+	if token == "" {
+		return nil, nil
+	}
+	for _, v := range r.volOrder {
+		if v.clientToken != token {
+			continue
+		}
+		if v.request != request {
+			return nil, clientError("IdempotentParameterMismatch",
+				"The client token %s is already used by a request with different parameters.", token)
+		}
+		return v, nil
+	}
+	return nil, nil
 }
 
 func (s *Simulator) deleteVolume(r *region, q *request) ([]byte, *apiError) {

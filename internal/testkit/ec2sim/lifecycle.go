@@ -34,6 +34,10 @@ type volume struct {
 	encrypted                         bool
 	tags                              map[string]string
 	created, ready, visibleAt         time.Time
+	// clientToken and request are CreateVolume's ClientToken and the request it came with.
+	clientToken, request string
+	// initRate is the provisioned initialization rate in MiB/s; 0: EBS's default rate.
+	initRate int32
 }
 
 // Snapshot and volume states.

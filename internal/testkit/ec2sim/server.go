@@ -21,6 +21,7 @@ var actions = map[string]action{
 	"CopySnapshot":              (*Simulator).copySnapshot,
 	"DeleteSnapshot":            (*Simulator).deleteSnapshot,
 	"DescribeVolumes":           (*Simulator).describeVolumes,
+	"DescribeVolumeStatus":      (*Simulator).describeVolumeStatus,
 	"CreateVolume":              (*Simulator).createVolume,
 	"DeleteVolume":              (*Simulator).deleteVolume,
 	"CreateTags":                (*Simulator).createTags,

@@ -161,6 +161,11 @@ func TestCreateVolume(t *testing.T) {
 		{"io2 without iops", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), VolumeType: types.VolumeTypeIo2}, Volume{}, "MissingParameter"},
 		{"gp2 with iops", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), Iops: aws.Int32(3000)}, Volume{}, "InvalidParameterCombination"},
 		{"io1 with throughput", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), VolumeType: types.VolumeTypeIo1, Iops: aws.Int32(100), Throughput: aws.Int32(200)}, Volume{}, "InvalidParameterCombination"},
+		{"provisioned initialization rate", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), VolumeInitializationRate: aws.Int32(300)},
+			Volume{Type: "gp2", SizeGiB: 30, IOPS: 100, Encrypted: true, KmsKeyID: "key-src"}, ""},
+		{"initialization rate below EC2's range", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), VolumeInitializationRate: aws.Int32(99)}, Volume{}, "InvalidParameterValue"},
+		{"initialization rate above EC2's range", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), VolumeInitializationRate: aws.Int32(301)}, Volume{}, "InvalidParameterValue"},
+		{"initialization rate without a snapshot", ec2.CreateVolumeInput{Size: aws.Int32(10), VolumeInitializationRate: aws.Int32(200)}, Volume{}, "InvalidParameterCombination"},
 		{"bad type", ec2.CreateVolumeInput{SnapshotId: aws.String(snap), VolumeType: "gp9"}, Volume{}, "InvalidParameterValue"},
 		{"unknown snapshot", ec2.CreateVolumeInput{SnapshotId: aws.String("snap-0123456789abcdef0")}, Volume{}, "InvalidSnapshot.NotFound"},
 		{"malformed snapshot", ec2.CreateVolumeInput{SnapshotId: aws.String("snap0")}, Volume{}, "InvalidSnapshotID.Malformed"},
@@ -293,5 +298,48 @@ func TestUnknownFilterInEmptyRegion(t *testing.T) {
 	_, err = c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{Filters: bad})
 	if errCode(err) != "InvalidParameterValue" {
 		t.Errorf("DescribeAvailabilityZones: %v", err)
+	}
+}
+
+// As EC2: a CreateVolume repeated with its client token gets the first request's volume and
+// makes no other; the token with other parameters is refused.
+func TestCreateVolumeClientToken(t *testing.T) {
+	f := start(t, Config{})
+	c := f.client("us-east-1")
+	create := func(token string, size int32) (string, error) {
+		out, err := c.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String("us-east-1a"),
+			Size: aws.Int32(size), ClientToken: aws.String(token)})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.VolumeId), nil
+	}
+	first, err := create("restore-1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, token string
+		size        int32
+		wantSame    bool
+		wantErr     string
+	}{
+		{name: "same token and parameters", token: "restore-1", size: 10, wantSame: true},
+		{name: "same token, other parameters", token: "restore-1", size: 20, wantErr: "IdempotentParameterMismatch"},
+		{name: "another token", token: "restore-2", size: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := create(tt.token, tt.size)
+			if errCode(err) != tt.wantErr {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			if err == nil && (id == first) != tt.wantSame {
+				t.Errorf("volume %s, first %s: same %v, want %v", id, first, id == first, tt.wantSame)
+			}
+		})
+	}
+	if n := len(f.srv.Sim.Volumes("us-east-1")); n != 2 {
+		t.Errorf("%d volumes, want 2", n)
 	}
 }

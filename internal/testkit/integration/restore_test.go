@@ -155,3 +155,44 @@ func TestRestoreBeforeCopyCompletedFailsClearly(t *testing.T) {
 		t.Errorf("%d volumes created in %s by a failed restore", n, copyRegion)
 	}
 }
+
+// A restore during which EC2 makes every volume and loses every CreateVolume answer restores
+// every PV, each from its own volume, and leaves no volume it did not return.
+func TestRestoreWithCreateVolumeAnswersLostLeaksNoVolume(t *testing.T) {
+	r := newRig(t, rig.FastConfig(1), 4)
+	res := r.backup(location(""), 0)
+	requireCompleted(t, res, len(r.PVs))
+	r.Sim.SetFaults(ec2sim.Faults{DropAfterEffectRate: 1, DropActions: []string{"CreateVolume"}})
+	restore, err := r.Core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-lost-answers", Backup: res, Location: location("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Volumes) != len(r.PVs) {
+		t.Fatalf("restore phase %s with %d of %d PVs restored; errors %v %v", restore.Restore.Status.Phase,
+			len(restore.Volumes), len(r.PVs), restore.ItemErrors, restore.OperationErrors)
+	}
+	returned := map[string]string{}
+	for _, rv := range restore.Volumes {
+		returned[rv.VolumeID] = rv.PV
+	}
+	made := 0
+	for _, v := range r.Sim.Volumes(sourceRegion) {
+		if v.SnapshotID == "" {
+			continue // a backed-up volume
+		}
+		made++
+		if _, ok := returned[v.ID]; !ok {
+			t.Errorf("volume %s made from %s was returned for no PV", v.ID, v.SnapshotID)
+		}
+	}
+	if made != len(r.PVs) || len(returned) != len(r.PVs) {
+		t.Errorf("%d volumes made and %d distinct volumes returned, want %d each", made, len(returned), len(r.PVs))
+	}
+	creates := r.Sim.Stats().Calls[sourceRegion]["CreateVolume"]
+	if creates["ok"] != 0 || creates[errInternal]+creates["ConnectionClosed"] < len(r.PVs) {
+		t.Errorf("CreateVolume outcomes %v, want every answer lost", creates)
+	}
+}
+
+// errInternal is the code of EC2's answer 500.
+const errInternal = "InternalError"
