@@ -78,6 +78,10 @@ func dryRuns(vol, snap string) map[string]func(c *ec2.Client) error {
 			_, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{DryRun: dry})
 			return err
 		},
+		"DescribeVolumeStatus": func(c *ec2.Client) error {
+			_, err := c.DescribeVolumeStatus(ctx, &ec2.DescribeVolumeStatusInput{DryRun: dry})
+			return err
+		},
 		"DescribeAvailabilityZones": func(c *ec2.Client) error {
 			_, err := c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{DryRun: dry})
 			return err
