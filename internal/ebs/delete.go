@@ -49,17 +49,25 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 	defer cancel()
 	policy := deletionPolicy{retainVaultCopies: s.cfg.Vault.RetainOnDelete, listingLag: s.listingLag}
 	var markedAt time.Time
+	unlisted := unlistedUnknown
 	for wait := firstLookAgain; ; {
 		seen, err := s.readDeletion(ctx, snapshotID)
 		if err != nil {
 			return err
 		}
-		seen.markedAt = markedAt
+		seen.markedAt, seen.unlisted = markedAt, unlisted
 		now := s.clock.Now()
 		plan := decideDeletion(seen, policy, now)
 		switch {
 		case plan.refusal != "":
 			return errors.New(plan.refusal)
+		case plan.probe != nil:
+			if unlisted, err = s.probeUnlisted(ctx, *plan.probe); err != nil {
+				return err
+			}
+			if unlisted == unlistedExists {
+				markedAt = s.clock.Now()
+			}
 		case plan.mark != nil:
 			if err := s.markDeleting(ctx, *plan.mark); err != nil {
 				return err
@@ -215,6 +223,30 @@ func (s *Snapshotter) markDeleting(ctx context.Context, source regionalSnapshot)
 	}
 	s.log.WithError(err).Warnf("Could not mark snapshot %s as being deleted; a copy started after this deletion read its marks may be left", source)
 	return nil
+}
+
+// probeUnlisted marks a recorded snapshot EC2 does not list as being deleted: EC2 taking the
+// mark says the snapshot exists, not listed yet (and no copy of it starts any more); not found,
+// that it is gone.
+func (s *Snapshotter) probeUnlisted(ctx context.Context, t regionalSnapshot) (unlistedState, error) {
+	c, err := s.clients(ctx, t.region)
+	if err != nil {
+		return unlistedUnknown, err
+	}
+	_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{t.id},
+		Tags:      []types.Tag{{Key: aws.String(TagDeletionRequestedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
+	})
+	switch {
+	case err == nil:
+		s.log.Infof("Snapshot %s is not listed yet; marked as being deleted, waiting for EC2 to list it", t)
+		return unlistedExists, nil
+	case ec2api.IsNotFound(err):
+		return unlistedGone, nil
+	case ec2api.IsTransient(err):
+		return unlistedUnknown, fmt.Errorf("marking snapshot %s, which EC2 does not list, as being deleted: %w; nothing deleted", t, err)
+	}
+	return unlistedGone, nil
 }
 
 // carryOut deletes what plan deletes, source first, keeps and leaves the rest, within the

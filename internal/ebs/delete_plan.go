@@ -65,6 +65,9 @@ type deletionSeen struct {
 	locks map[regionalSnapshot]types.LockState
 	// markedAt is when this deletion marked the source as being deleted; zero before.
 	markedAt time.Time
+	// unlisted is what marking the recorded snapshot told, when EC2 lists neither it nor a
+	// copy of it: EC2 may not list a snapshot made moments ago yet.
+	unlisted unlistedState
 }
 
 // deletionPolicy is what the deleting location's config and settings say about deletion.
@@ -87,6 +90,9 @@ type deletionTarget struct {
 type deletionPlan struct {
 	// refusal, when set, is why nothing may be deleted.
 	refusal string
+	// probe is the recorded snapshot, listed nowhere, to mark as being deleted: EC2 accepting
+	// the mark says it exists (not listed yet), refusing it as not found that it is gone.
+	probe *regionalSnapshot
 	// mark is the source to mark as being deleted (TagDeletionRequestedAt) before anything
 	// else; EC2 is read again afterwards.
 	mark *regionalSnapshot
@@ -167,6 +173,17 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 			continue
 		}
 		copies = append(copies, c)
+	}
+	if seen.source == nil && seen.recordedCopy == nil && len(copies) == 0 && cmp.Or(seen.sourceRegion, seen.here) == seen.here {
+		switch seen.unlisted {
+		case unlistedUnknown:
+			return deletionPlan{probe: &regionalSnapshot{seen.here, seen.sourceID}}
+		case unlistedExists:
+			// Made moments ago: its copy may have been asked for before the mark.
+			if until := seen.markedAt.Add(policy.listingLag); now.Before(until) {
+				return deletionPlan{waitUntil: until, waitingFor: fmt.Sprintf("snapshot %s, which EC2 does not list yet", seen.sourceID)}
+			}
+		}
 	}
 	if src := seen.source; src != nil {
 		if m := seen.markTarget(copies); m != nil {
@@ -278,6 +295,16 @@ func (seen deletionSeen) copyMayStart(copies []foundSnapshot, lag time.Duration)
 	}
 	return until, strings.Join(what, " and ")
 }
+
+// unlistedState is what a deletion knows of a recorded snapshot EC2 does not list.
+type unlistedState int
+
+// What marking an unlisted recorded snapshot told.
+const (
+	unlistedUnknown unlistedState = iota // not asked yet
+	unlistedGone                         // EC2 does not know it
+	unlistedExists                       // EC2 took the mark: it exists, not listed yet
+)
 
 // later returns the later of two times.
 func later(a, b time.Time) time.Time {

@@ -328,6 +328,19 @@ func TestDecideDeletion(t *testing.T) {
 		{name: "a source marked by an earlier deletion is not marked again",
 			seen: deletionSeen{source: marked(pending)}, now: time.Hour,
 			want: "delete snap-0000000a in us-east-1"},
+		// EC2 may not list a snapshot made moments ago: the deletion asks by marking it.
+		{name: "a recorded snapshot listed nowhere is probed by marking it",
+			seen: deletionSeen{},
+			want: "probe snap-0000000a in us-east-1"},
+		{name: "a recorded snapshot that took the mark but is not listed yet is waited for",
+			seen: deletionSeen{unlisted: unlistedExists, markedAt: t0}, now: time.Second,
+			want: "wait until " + at(lag)},
+		{name: "a recorded snapshot not listed a listing lag after its mark is deleted by its ID",
+			seen: deletionSeen{unlisted: unlistedExists, markedAt: t0}, now: lag,
+			want: "delete snap-0000000a in us-east-1"},
+		{name: "a recorded snapshot EC2 does not know is gone",
+			seen: deletionSeen{unlisted: unlistedGone},
+			want: "delete snap-0000000a in us-east-1"},
 		{name: "a source with its copy listed needs no mark",
 			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp)},
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
@@ -356,6 +369,8 @@ func planText(p deletionPlan) string {
 	switch {
 	case p.refusal != "":
 		return "refuse"
+	case p.probe != nil:
+		return "probe " + p.probe.String()
 	case p.mark != nil:
 		return "mark " + p.mark.String()
 	case !p.waitUntil.IsZero():

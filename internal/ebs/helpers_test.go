@@ -169,14 +169,19 @@ func (r *region) serveTags() {
 		func(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
+			found := 0
 			for i := range r.snaps {
 				if slices.Contains(in.Resources, aws.ToString(r.snaps[i].SnapshotId)) {
+					found++
 					for _, t := range in.Tags {
 						setTag(&r.snaps[i], aws.ToString(t.Key), aws.ToString(t.Value))
 					}
 				}
 			}
 			r.tagged = append(r.tagged, strings.Join(in.Resources, ",")+" "+aws.ToString(in.Tags[0].Key))
+			if found == 0 && len(in.Resources) > 0 && strings.HasPrefix(in.Resources[0], "snap-") {
+				return nil, apiErr(ec2api.CodeSnapshotNotFound) // as EC2 answers for a snapshot it does not know
+			}
 			return &ec2.CreateTagsOutput{}, nil
 		})
 }
