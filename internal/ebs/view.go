@@ -252,11 +252,16 @@ func (v *backupView) setOperationTimeout(d time.Duration) { v.timeout = d }
 // timedOut reports whether Velero's item-operation timeout may have passed for the operation of
 // source s: its operation was opened before s started, so Velero cancels it at the latest a
 // timeout after s started, and, the node's clock being off by up to the clock-skew margin, as
-// early as that margin before. From then on its copy is never started, whether or not the
-// cancelled mark could be written: a copy that late could not complete before the timeout.
+// early as that margin before (a quarter of a timeout shorter than four margins). From then on
+// its copy is never started, whether or not the cancelled mark could be written: a copy that
+// late could not complete before the timeout.
 func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
-	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-clockSkew))
+	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-min(clockSkew, v.timeout/timeoutMarginShare)))
 }
+
+// timeoutMarginShare bounds the clock-skew margin before Velero's item-operation timeout to
+// this share of the timeout.
+const timeoutMarginShare = 4
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
 // backup's UID, or the one of them marked recorded.
