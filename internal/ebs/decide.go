@@ -38,6 +38,8 @@ type lookup struct {
 	// waiting and refused are the failures of places that did not answer, transient or not.
 	waiting, refused []error
 	note, where      string
+	// badConfig names the places whose location config the volume snapshotter refuses.
+	badConfig []string
 }
 
 // decideUnresolved reports an operation whose snapshot the lookup did not resolve to one source:
@@ -91,6 +93,11 @@ func decideNotFound(op Operation, st velerov1.BackupStatus, backupName string, l
 		unnamed = fmt.Sprintf(", besides %d of a backup of the same name without its UID (the upstream plugin's, or another install's)", l.unnamed)
 	}
 	switch {
+	case st.VolumeSnapshotsAttempted == 0 && recorded == 0 && len(l.badConfig) > 0:
+		// Velero could not start the volume snapshotter: the location's error is the cause.
+		p.Completed = true
+		p.Err = fmt.Sprintf("no native snapshot of volume %s was taken: Velero could not use the backup's VolumeSnapshotLocation, whose config the plugin refuses (%s)",
+			op.VolumeID, strings.Join(l.badConfig, "; "))
 	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
 		p.Completed = true
 		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)

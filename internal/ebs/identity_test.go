@@ -456,3 +456,28 @@ func TestCancelDeletesASnapshotVeleroRecordedAsFailed(t *testing.T) {
 		})
 	}
 }
+
+// When Velero cannot start the volume snapshotter (the location's config is refused), it
+// attempts no snapshot: each PV's operation fails naming the location's error, not "Velero
+// attempted none".
+func TestAnOperationOfALocationWithABadConfigNamesItsError(t *testing.T) {
+	tests := []struct {
+		name   string
+		config map[string]string
+		want   want
+	}{
+		{name: "a bad config is named", config: map[string]string{ConfigRegion: srcRegion, ConfigCopyToRegion: srcRegion},
+			want: want{completed: true, errTxt: "Velero could not use the backup's VolumeSnapshotLocation, whose config the plugin refuses (location async: "}},
+		{name: "a good config: Velero attempted none", config: map[string]string{ConfigRegion: srcRegion},
+			want: want{completed: true, desc: "Velero attempted none"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.serveTracker(nil)
+			loc := placesOf{{Location: "async", Clients: f.clients(), Config: tt.config}}
+			p, err := f.tracker(WithLocator(loc)).Progress(context.Background(), opID(volA), backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 0))
+			checkProgress(t, p, err, tt.want)
+		})
+	}
+}

@@ -109,6 +109,11 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 		if l.note == "" {
 			l.note = pl.Note
 		}
+		if pl.Config != nil {
+			if _, err := ParseConfig(pl.Config); err != nil {
+				l.badConfig = append(l.badConfig, fmt.Sprintf("location %s: %v", pl.Location, err))
+			}
+		}
 		v, err := t.view(ctx, pl, op.Region, id)
 		if v != nil {
 			v.setOperationTimeout(backup.Spec.ItemOperationTimeout.Duration)
