@@ -63,21 +63,9 @@ func (s *Simulator) describeVolumes(r *region, q *request) ([]byte, *apiError) {
 			return nil, err
 		}
 	}
-	candidates := r.volOrder
-	if ids := q.list("VolumeId"); len(ids) > 0 {
-		candidates = nil
-		for _, id := range ids {
-			v, err := r.lookupVolume(id)
-			if err == nil && q.now.Before(v.visibleAt) {
-				err = clientError("InvalidVolume.NotFound", "The volume '%s' does not exist.", id)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !slices.Contains(candidates, v) {
-				candidates = append(candidates, v)
-			}
-		}
+	candidates, err := r.requestedVolumes(q)
+	if err != nil {
+		return nil, err
 	}
 	w := newResponse(q.action, q.requestID)
 	w.open("volumeSet")
@@ -310,4 +298,27 @@ func (s *Simulator) describeAvailabilityZones(r *region, q *request) ([]byte, *a
 	}
 	w.close("availabilityZoneInfo")
 	return w.finish(q.action), nil
+}
+
+// requestedVolumes are the volumes a Describe request names by VolumeId, each once, in order;
+// every volume of the region when it names none. A volume EC2 does not list yet is not found.
+func (r *region) requestedVolumes(q *request) ([]*volume, *apiError) {
+	ids := q.list("VolumeId")
+	if len(ids) == 0 {
+		return r.volOrder, nil
+	}
+	var out []*volume
+	for _, id := range ids {
+		v, err := r.lookupVolume(id)
+		if err == nil && q.now.Before(v.visibleAt) {
+			err = clientError("InvalidVolume.NotFound", "The volume '%s' does not exist.", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }

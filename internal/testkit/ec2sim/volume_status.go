@@ -63,19 +63,9 @@ func (s *Simulator) describeVolumeStatus(r *region, q *request) ([]byte, *apiErr
 	if filters := q.filters(); len(filters) > 0 {
 		return nil, invalidFilter(filters[0].name)
 	}
-	candidates := r.volOrder
-	if ids := q.list("VolumeId"); len(ids) > 0 {
-		candidates = nil
-		for _, id := range ids {
-			v, err := r.lookupVolume(id)
-			if err == nil && q.now.Before(v.visibleAt) {
-				err = clientError("InvalidVolume.NotFound", "The volume '%s' does not exist.", id)
-			}
-			if err != nil {
-				return nil, err
-			}
-			candidates = append(candidates, v)
-		}
+	candidates, err := r.requestedVolumes(q)
+	if err != nil {
+		return nil, err
 	}
 	w := newResponse(q.action, q.requestID)
 	w.open("volumeStatusSet")

@@ -152,13 +152,8 @@ func newClient(tr *transport, key accessKey, region string) *ec2.Client {
 		Region:       region,
 		BaseEndpoint: aws.String(endpoint),
 		HTTPClient:   &http.Client{Transport: tr},
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: key.id, SecretAccessKey: key.secret}, nil
-		}),
-		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts = clientAttempts
-			o.RateLimiter = ratelimit.None
-		}),
+		Credentials:  staticCredentials(key),
+		Retryer:      quickRetryer(),
 	})
 }
 
@@ -169,13 +164,8 @@ func accountOf(tr *transport, key accessKey) func(ctx context.Context) (string, 
 		Region:       sourceRegion,
 		BaseEndpoint: aws.String(endpoint),
 		HTTPClient:   &http.Client{Transport: tr},
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: key.id, SecretAccessKey: key.secret}, nil
-		}),
-		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts = clientAttempts
-			o.RateLimiter = ratelimit.None
-		}),
+		Credentials:  staticCredentials(key),
+		Retryer:      quickRetryer(),
 	})
 	return func(ctx context.Context) (string, error) {
 		out, err := c.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
@@ -184,4 +174,20 @@ func accountOf(tr *transport, key accessKey) func(ctx context.Context) (string, 
 		}
 		return aws.ToString(out.Account), nil
 	}
+}
+
+// staticCredentials signs with key.
+func staticCredentials(key accessKey) aws.CredentialsProvider {
+	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: key.id, SecretAccessKey: key.secret}, nil
+	})
+}
+
+// quickRetryer retries as the SDK's standard retryer does, clientAttempts times, with no retry
+// quota.
+func quickRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = clientAttempts
+		o.RateLimiter = ratelimit.None
+	})
 }

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,17 +59,7 @@ func TestLocationCredentialFromAPI(t *testing.T) {
 
 	// The plugin processes start with this environment (StartSimulator set the endpoint):
 	// account A's credentials file, no static keys.
-	dir := t.TempDir()
-	fileA := filepath.Join(dir, "credentials-a")
-	if err := os.WriteFile(fileA, credentialsFile(keyA), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", fileA)
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
-		t.Setenv(k, "") // restored after the test
-		_ = os.Unsetenv(k)
-	}
+	serverCredentials(t, keyA)
 
 	if err := r.PutSecret(secret, map[string][]byte{secretKey: credentialsFile(keyB)}); err != nil {
 		t.Fatal(err)

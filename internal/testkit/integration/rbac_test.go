@@ -73,17 +73,7 @@ func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
 	rules := readmeRole(t)
 	r.KubeAPI.Restrict(rules...)
 
-	dir := t.TempDir()
-	fileA := filepath.Join(dir, "credentials-a")
-	if err := os.WriteFile(fileA, credentialsFile(keyA), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", fileA)
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
-		t.Setenv(k, "")
-		_ = os.Unsetenv(k)
-	}
+	serverCredentials(t, keyA)
 	if err := r.PutSecret(secret, map[string][]byte{secretKey: credentialsFile(keyB)}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +122,22 @@ func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
 	}
 	if !slices.ContainsFunc(rules, func(r kubeapi.Rule) bool { return slices.Contains(r.Resources, "secrets") }) {
 		t.Error("the README's Role grants nothing on secrets, which a location's spec.credential needs")
+	}
+}
+
+// serverCredentials gives the plugin processes started from now on key's credentials only, as
+// the file Velero's install mounts from its cloud-credentials Secret (no static keys).
+func serverCredentials(t *testing.T, key ec2sim.AccessKey) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "credentials-server")
+	if err := os.WriteFile(file, credentialsFile(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", file)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
+		t.Setenv(k, "") // restored after the test
+		_ = os.Unsetenv(k)
 	}
 }
