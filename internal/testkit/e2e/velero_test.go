@@ -213,6 +213,9 @@ func (r *rig) startVeleroServer() {
 		// environment, read them through KUBECONFIG.
 		r.serverEnv = append(r.cliEnv(),
 			"AWS_ENDPOINT_URL_EC2="+r.ec2URL,
+			// The vault's account is confirmed with STS GetCallerIdentity, which the simulator
+			// serves for the accounts it knows.
+			"AWS_ENDPOINT_URL_STS="+r.ec2URL,
 			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(r.dir, "no-such-aws-credentials"),
 			"AWS_CONFIG_FILE="+filepath.Join(r.dir, "no-such-aws-config"),
 			"AWS_EC2_METADATA_DISABLED=true",
@@ -239,7 +242,7 @@ func (r *rig) startVeleroServer() {
 	} else {
 		l.Close()
 	}
-	r.step("starting velero server (plugins: %s, upstream velero-plugin-for-aws; AWS_ENDPOINT_URL_EC2=%s)", pluginBin, r.ec2URL)
+	r.step("starting velero server (plugins: %s, upstream velero-plugin-for-aws; AWS_ENDPOINT_URL_EC2 and AWS_ENDPOINT_URL_STS=%s)", pluginBin, r.ec2URL)
 	r.server = r.start(r.procName("velero-server"), r.serverEnv, nil, filepath.Join(r.binDir, "velero"), r.serverArgs...)
 }
 
