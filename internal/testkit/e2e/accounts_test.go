@@ -76,6 +76,8 @@ func (r *rig) locations() []vslCred {
 var volumesB = []volume{
 	{ID: "vol-0e2e00000000000b1", AZ: "us-east-1a", PV: "pv-acct-b-intree", PVC: "data-b-intree", Type: "gp3"},
 	{ID: "vol-0e2e00000000000b2", AZ: "us-east-1b", PV: "pv-acct-b-csi", PVC: "data-b-csi", Driver: ebsCSIDriver, Type: "gp3"},
+	// In a zone other than the region's first, so that a restore that loses the zone shows.
+	{ID: "vol-0e2e00000000000b3", AZ: "us-east-1c", PV: "pv-acct-b-auto", PVC: "data-b-auto", Driver: autoModeDriver, Type: "gp3", ZoneKey: autoModeZoneKey},
 }
 
 // randomSecret is a secret key of this run only, so that a match in a log can be nothing else.
@@ -372,6 +374,10 @@ func (r *rig) accountBRestore(sim simClient, backup string) {
 			}
 			if wv.State != "available" {
 				t.Errorf("volume %s is %s, want available", wv.ID, wv.State)
+			}
+			if wv.AZ != v.AZ {
+				t.Errorf("volume %s of PV %s was restored in %s; the backed-up volume, and the PV's node affinity (%s), are in %s",
+					wv.ID, v.PV, wv.AZ, affinityString(pv.Spec.NodeAffinity), v.AZ)
 			}
 			for k, val := range pv.Labels {
 				if strings.HasSuffix(k, "/zone") && val != wv.AZ {

@@ -33,6 +33,9 @@ type volume struct {
 	Driver string
 	Type   string
 	IOPS   int // provisioned IOPS (io1/io2 always have some)
+	// ZoneKey, when set, is the only node-affinity key naming the zone, instead of the one
+	// its driver's PVs usually carry.
+	ZoneKey string
 }
 
 var volumes = []volume{
@@ -47,6 +50,9 @@ var volumes = []volume{
 const (
 	ebsCSIDriver   = "ebs.csi.aws.com"
 	autoModeDriver = "ebs.csi.eks.amazonaws.com"
+	// autoModeZoneKey is EKS Auto Mode's own zone key, which Velero does not read: a PV whose
+	// only zone is under it reaches the plugin's restore with no zone.
+	autoModeZoneKey = "topology.ebs.csi.eks.amazonaws.com/zone"
 )
 
 // sub runs fn as a subtest with r.t pointing at it, so a failed step does not hide later ones.
@@ -237,7 +243,11 @@ func makePV(v volume, ns string) *corev1.PersistentVolume {
 			Driver: autoModeDriver, VolumeHandle: v.ID, FSType: "ext4",
 			VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000000-8081-ebs.csi.eks.amazonaws.com"},
 		}
-		pv.Spec.NodeAffinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{v.AZ}})
+		key := "topology.kubernetes.io/zone"
+		if v.ZoneKey != "" {
+			key = v.ZoneKey
+		}
+		pv.Spec.NodeAffinity = nodeAffinity(corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{v.AZ}})
 	default:
 		// In-tree volumes as the (now CSI-migrated) in-tree provisioner on EKS created them.
 		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": "kubernetes.io/aws-ebs"}
