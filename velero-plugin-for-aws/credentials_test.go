@@ -2,7 +2,6 @@ package plugin_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,11 +29,6 @@ var (
 	keyA = ec2sim.AccessKey{AccessKeyID: "AKIAACCOUNTA00000001", SecretAccessKey: "secret-of-account-a"}
 	keyB = ec2sim.AccessKey{AccessKeyID: "AKIAACCOUNTB00000001", SecretAccessKey: "secret-of-account-b"}
 )
-
-// keysFile is a shared credentials file with key as its default profile.
-func keysFile(key ec2sim.AccessKey) []byte {
-	return fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", key.AccessKeyID, key.SecretAccessKey)
-}
 
 // completedSnapshot makes a snapshot of a new volume of the key's account in region and waits
 // until it completes.
@@ -77,14 +71,7 @@ func TestRestoreSignsWithTheCredentialsInitWasHanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_EC2": srv.URL, "AWS_ENDPOINT_URL_STS": srv.URL, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
-	} {
-		t.Setenv(k, v)
-	}
+	rig.WithoutOwnCredentials(t, srv.URL)
 	snapA := completedSnapshot(t, srv, accountA, keyA, region)
 	snapB := completedSnapshot(t, srv, accountB, keyB, region)
 
@@ -95,7 +82,7 @@ func TestRestoreSignsWithTheCredentialsInitWasHanded(t *testing.T) {
 	}
 	m := clientmgmt.NewManager(log, logrus.InfoLevel, registry)
 	defer m.CleanupClients()
-	shared := filepath.Join(dir, "aws-account-a") // both Secrets' file, as Velero names it
+	shared := filepath.Join(t.TempDir(), "aws-account-a") // both Secrets' file, as Velero names it
 	config := map[string]string{ebs.ConfigRegion: region, ebs.ConfigCredentialsFile: shared}
 	restores := []struct {
 		account  string
@@ -107,7 +94,7 @@ func TestRestoreSignsWithTheCredentialsInitWasHanded(t *testing.T) {
 		{accountA, keyA, snapA},
 	}
 	for i, r := range restores {
-		if err := os.WriteFile(shared, keysFile(r.key), 0o600); err != nil {
+		if err := os.WriteFile(shared, r.key.CredentialsFile(), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		vs, err := m.GetVolumeSnapshotter(ebs.VolumeSnapshotterName)

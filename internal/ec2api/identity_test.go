@@ -2,7 +2,6 @@ package ec2api
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,8 +23,7 @@ var (
 
 // keyFile writes a credentials file holding key as its default profile.
 func keyFile(t *testing.T, key ec2sim.AccessKey) string {
-	return credentialsFile(t, fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n",
-		key.AccessKeyID, key.SecretAccessKey))
+	return credentialsFile(t, string(key.CredentialsFile()))
 }
 
 // stsAt points the SDK's STS endpoint at url.

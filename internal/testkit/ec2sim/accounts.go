@@ -37,6 +37,11 @@ type AccessKey struct {
 	SecretAccessKey string `json:"secretAccessKey"`
 }
 
+// CredentialsFile is a shared credentials file holding k as its default profile.
+func (k AccessKey) CredentialsFile() []byte {
+	return fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", k.AccessKeyID, k.SecretAccessKey)
+}
+
 // Role is an IAM role that AssumeRoleWithWebIdentity can assume; its sessions act as Account.
 type Role struct {
 	// ARN is the role's ARN, such as "arn:aws:iam::111111111111:role/velero".

@@ -221,12 +221,12 @@ func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	if setup.wrongSecret {
 		locKey.SecretAccessKey = "not-" + locKey.SecretAccessKey
 	}
-	if err := r.PutSecret(checkSecret, map[string][]byte{"cloud": credentialsFile(locKey)}); err != nil {
+	if err := r.PutSecret(checkSecret, map[string][]byte{"cloud": locKey.CredentialsFile()}); err != nil {
 		t.Fatal(err)
 	}
 	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: checkSecret}, Key: "cloud"}
 	if setup.sourceInVault {
-		if err := r.PutSecret(loc.Spec.Config[ebs.ConfigVaultCredentialSecret], map[string][]byte{ebs.DefaultVaultCredentialKey: credentialsFile(sourceKey)}); err != nil {
+		if err := r.PutSecret(loc.Spec.Config[ebs.ConfigVaultCredentialSecret], map[string][]byte{ebs.DefaultVaultCredentialKey: sourceKey.CredentialsFile()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +24,6 @@ import (
 func newAPIRig(t *testing.T, cfg ec2sim.Config, volumes int) *suite {
 	t.Helper()
 	return newRigIn(t, &rig.Env{Plugin: plugin, LogDir: t.TempDir(), SyncPeriod: syncPeriod, KubeAPI: true}, cfg, volumes)
-}
-
-// credentialsFile is an AWS shared credentials file with key as its default profile.
-func credentialsFile(key ec2sim.AccessKey) []byte {
-	return fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", key.AccessKeyID, key.SecretAccessKey)
 }
 
 // The plugin processes' own credentials (AWS_SHARED_CREDENTIALS_FILE, as Velero's install
@@ -61,7 +55,7 @@ func TestLocationCredentialFromAPI(t *testing.T) {
 	// account A's credentials file, no static keys.
 	serverCredentials(t, keyA)
 
-	if err := r.PutSecret(secret, map[string][]byte{secretKey: credentialsFile(keyB)}); err != nil {
+	if err := r.PutSecret(secret, map[string][]byte{secretKey: keyB.CredentialsFile()}); err != nil {
 		t.Fatal(err)
 	}
 	loc := harness.NewLocation("account-b", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})

@@ -74,7 +74,7 @@ func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
 	r.KubeAPI.Restrict(rules...)
 
 	serverCredentials(t, keyA)
-	if err := r.PutSecret(secret, map[string][]byte{secretKey: credentialsFile(keyB)}); err != nil {
+	if err := r.PutSecret(secret, map[string][]byte{secretKey: keyB.CredentialsFile()}); err != nil {
 		t.Fatal(err)
 	}
 	loc := harness.NewLocation("account-b", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})
@@ -131,7 +131,7 @@ func serverCredentials(t *testing.T, key ec2sim.AccessKey) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "credentials-server")
-	if err := os.WriteFile(file, credentialsFile(key), 0o600); err != nil {
+	if err := os.WriteFile(file, key.CredentialsFile(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", file)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -155,4 +156,18 @@ func (a *Accounts) VaultCopies(region, sourceID string) []ec2sim.Snapshot {
 		}
 	}
 	return out
+}
+
+// WithoutOwnCredentials points this test process's SDK at the EC2 and STS endpoint url with no
+// credentials, profile, shared files or instance metadata of its own, until the test ends: only
+// the credentials a test hands the plugin can sign.
+func WithoutOwnCredentials(t testing.TB, url string) {
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_EC2": url, "AWS_ENDPOINT_URL_STS": url, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
+	} {
+		t.Setenv(k, v)
+	}
 }

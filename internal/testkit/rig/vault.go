@@ -26,8 +26,7 @@ const vaultSecret = "vault-credentials"
 // locked in lockMode for a day when lockMode is set.
 func (r *Rig) VaultLocation(copyTo, lockMode string) (*velerov1api.VolumeSnapshotLocation, error) {
 	key := accountKeys[VaultAccount]
-	file := fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", key.AccessKeyID, key.SecretAccessKey)
-	if err := r.PutSecret(vaultSecret, map[string][]byte{ebs.DefaultVaultCredentialKey: file}); err != nil {
+	if err := r.PutSecret(vaultSecret, map[string][]byte{ebs.DefaultVaultCredentialKey: key.CredentialsFile()}); err != nil {
 		return nil, err
 	}
 	loc := Location(SourceRegion, copyTo)

@@ -33,11 +33,6 @@ var (
 	revokedKey    = ec2sim.AccessKey{AccessKeyID: "AKIAREVOKED000000001", SecretAccessKey: "revoked-secret"}
 )
 
-// keysFile is a shared credentials file with key as its default profile.
-func keysFile(key ec2sim.AccessKey) []byte {
-	return fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", key.AccessKeyID, key.SecretAccessKey)
-}
-
 // twoAccounts starts a simulator of accounts A and B, each with a volume in the source region,
 // and points this process's SDK at it with no credentials of its own.
 func twoAccounts(t *testing.T) (srv *ec2sim.Server, volA, volB string) {
@@ -52,14 +47,7 @@ func twoAccounts(t *testing.T) (srv *ec2sim.Server, volA, volB string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_EC2": srv.URL, "AWS_ENDPOINT_URL_STS": srv.URL, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
-	} {
-		t.Setenv(k, v)
-	}
+	rig.WithoutOwnCredentials(t, srv.URL)
 	volA = srv.Sim.AddVolumesTo(isolationA, rig.SourceRegion, ec2sim.VolumeSpec{})[0]
 	volB = srv.Sim.AddVolumesTo(isolationB, rig.SourceRegion, ec2sim.VolumeSpec{})[0]
 	return srv, volA, volB
@@ -99,7 +87,7 @@ func TestCredentialsNeverCrossLocations(t *testing.T) {
 		{isolationA, volA, isolationKeyA},
 	}
 	for i, s := range steps {
-		write(t, shared, keysFile(s.key))
+		write(t, shared, s.key.CredentialsFile())
 		if err := vs.Init(config); err != nil {
 			t.Fatalf("step %d: Init: %v", i, err)
 		}
@@ -125,14 +113,14 @@ func TestRotatedCredentialsTakeEffectAtTheNextCall(t *testing.T) {
 	t.Run("volume snapshotter", func(t *testing.T) {
 		vs := volumeSnapshotter(t, logrus.New())
 		config := map[string]string{ebs.ConfigRegion: rig.SourceRegion, ebs.ConfigCredentialsFile: path}
-		write(t, path, keysFile(revokedKey))
+		write(t, path, revokedKey.CredentialsFile())
 		if err := vs.Init(config); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := vs.GetVolumeInfo(volA, ""); err == nil || !strings.Contains(err.Error(), "AuthFailure") {
 			t.Fatalf("with the revoked key: %v, want AuthFailure", err)
 		}
-		write(t, path, keysFile(isolationKeyA))
+		write(t, path, isolationKeyA.CredentialsFile())
 		if err := vs.Init(config); err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +137,11 @@ func TestRotatedCredentialsTakeEffectAtTheNextCall(t *testing.T) {
 			}
 			return err
 		}
-		write(t, path, keysFile(revokedKey))
+		write(t, path, revokedKey.CredentialsFile())
 		if err := describe(); ec2api.Code(err) != "AuthFailure" {
 			t.Fatalf("with the revoked key: %v, want AuthFailure", err)
 		}
-		write(t, path, keysFile(isolationKeyA))
+		write(t, path, isolationKeyA.CredentialsFile())
 		if err := describe(); err != nil {
 			t.Errorf("after the rotation: %v", err)
 		}
