@@ -127,6 +127,9 @@ func (w *VolumeWatcher) Progress(ctx context.Context, operationID string, restor
 		if aws.ToString(vol.SnapshotId) != "" {
 			p.Description += "; EBS goes on initializing it from its snapshot in the background"
 		}
+		if place.Config == nil && w.locator != nil {
+			p.Description += "; the restore's location could not be read, so whether it waits for initialization is not known: " + place.Note
+		}
 	case types.VolumeStateCreating:
 		p.Description = where + ": creating"
 	default:

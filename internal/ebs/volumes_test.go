@@ -161,7 +161,8 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 	noDetails := types.VolumeStatusItem{VolumeId: aws.String(restoredVol)}
 	tests := []struct {
 		name      string
-		config    map[string]string
+		config    map[string]string // nil: the location could not be read
+		note      string            // why, then
 		tagged    []types.Volume
 		answers   []*ec2.DescribeVolumeStatusOutput // DescribeVolumeStatus answers in order
 		errs      []error                           // DescribeVolumeStatus errors in order, where no answer
@@ -204,6 +205,9 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 		{name: "a location that does not wait completes at available", config: map[string]string{ConfigRegion: dstRegion, ConfigVolumeInitializationRate: "300"},
 			tagged: fromSnap(types.VolumeStateAvailable), want: "is available; EBS goes on initializing it from its snapshot in the background",
 			completed: true, pct: 1, units: volumeUnits},
+		{name: "a location that could not be read says so", note: "no Kubernetes API access",
+			tagged: fromSnap(types.VolumeStateAvailable), want: "whether it waits for initialization is not known: no Kubernetes API access",
+			completed: true, pct: 1, units: volumeUnits},
 		{name: "a location whose wait key is wrong", config: map[string]string{ConfigRegion: dstRegion, ConfigWaitForVolumeInitialization: "soon"},
 			tagged: fromSnap(types.VolumeStateAvailable), want: `location dr: config key "waitForVolumeInitialization": "soon"`, completed: true, failed: true, units: volumeUnits},
 	}
@@ -225,7 +229,7 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 					}
 					return tt.answers[n], nil
 				})
-			loc := placesOf{{Location: "dr", Clients: f.clients(), Config: tt.config}}
+			loc := placesOf{{Location: "dr", Clients: f.clients(), Config: tt.config, Note: tt.note}}
 			p, err := NewVolumeWatcher(f.clients(), f.opts(WithLocator(loc))...).Progress(context.Background(), op, restoreOf(backupName))
 			if len(tt.wantErr) > 0 {
 				wantErr(t, err, tt.wantErr...)
