@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +81,9 @@ func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
 	}
 }
 
+// smallVolumeGiB is the size of volumes that initialize in about 3 s at 300 MiB/s.
+const smallVolumeGiB = 1
+
 // A recovery cluster whose location asks for a provisioned initialization rate and waits for
 // initialization keeps each volume's restore operation in progress until EC2 reports the
 // volume 100% initialized: no operation completes earlier, and the progress Velero shows went
@@ -89,7 +91,7 @@ func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
 // through the Kubernetes API, as in a cluster.
 func TestRestoreInCopyRegionWaitsForInitialization(t *testing.T) {
 	r := newAPIRig(t, rig.FastConfig(1), 0)
-	r.PVs = smallVolumes(r.Sim, 2)
+	r.PVs = fixture.Fleet{Region: sourceRegion, Count: 2, SizeGiB: smallVolumeGiB}.Seed(r.Sim)
 	res := r.backup(location(copyRegion), 0)
 	requireCompleted(t, res, len(r.PVs))
 	dr := drLocation()
@@ -119,18 +121,6 @@ func TestRestoreInCopyRegionWaitsForInitialization(t *testing.T) {
 			t.Errorf("operation %s: progress %+v, want an initializing phase at 300 MiB/s, then fully initialized", op.ID, op.History)
 		}
 	}
-}
-
-// smallVolumes seeds n 1 GiB volumes in the source region, which initialize in about 3 s at
-// 300 MiB/s, and returns their PVs.
-func smallVolumes(sim *ec2sim.Simulator, n int) []*corev1api.PersistentVolume {
-	var pvs []*corev1api.PersistentVolume
-	for i := range n {
-		zone := sourceRegion + string(rune('a'+i%3))
-		ids := sim.AddVolumes(sourceRegion, ec2sim.VolumeSpec{AvailabilityZone: zone, Type: "gp3", SizeGiB: 1})
-		pvs = append(pvs, fixture.Volume{PV: fmt.Sprintf("small-%d", i), VolumeID: ids[0], Zone: zone, SizeGiB: 1, CSI: i%2 == 1}.PersistentVolume())
-	}
-	return pvs
 }
 
 // initializationWatch checks, after every reconcile of a restore, that each operation that
