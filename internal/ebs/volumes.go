@@ -128,7 +128,10 @@ func (w *VolumeWatcher) Progress(ctx context.Context, operationID string, restor
 			p.Description += "; EBS goes on initializing it from its snapshot in the background"
 		}
 		if place.Config == nil && w.locator != nil {
-			p.Description += "; the restore's location could not be read, so whether it waits for initialization is not known: " + place.Note
+			p.Description += "; the restore's location could not be read, so whether it waits for initialization is not known"
+			if place.Note != "" {
+				p.Description += ": " + place.Note
+			}
 		}
 	case types.VolumeStateCreating:
 		p.Description = where + ": creating"
