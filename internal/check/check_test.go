@@ -165,6 +165,10 @@ func TestTheGuardSendsOnlyReadsAndDryRuns(t *testing.T) {
 			_, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{DryRun: d})
 			return err
 		}, true},
+		{"DescribeVolumeStatus", func(d *bool) error {
+			_, err := c.DescribeVolumeStatus(ctx, &ec2.DescribeVolumeStatusInput{DryRun: d})
+			return err
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,5 +256,41 @@ func TestSourcesAreTheClustersVolumes(t *testing.T) {
 	}
 	if f := found["source volumes' keys"]; f.Status != Fail || !strings.Contains(f.Detail, ids[1]) || strings.Contains(f.Detail, ids[0]) {
 		t.Errorf("source keys: %+v, want %s named under aws/ebs", f, ids[1])
+	}
+}
+
+// A location whose restores wait for volume initialization gets a dry run of
+// DescribeVolumeStatus, which those restores read; other locations do not need it.
+func TestWaitingForInitializationChecksDescribeVolumeStatus(t *testing.T) {
+	srv := startSim(t)
+	srv.Sim.AddVolumes("us-east-1", ec2sim.VolumeSpec{AvailabilityZone: "us-east-1a"})
+	const check = "ec2:DescribeVolumeStatus in us-east-1"
+	tests := []struct {
+		name   string
+		config map[string]string
+		want   bool
+	}{
+		{"restores wait for initialization", map[string]string{"region": "us-east-1", "waitForVolumeInitialization": "true"}, true},
+		{"restores end at available", map[string]string{"region": "us-east-1"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := checker(t, srv.URL, vsl("ebs", location.DefaultProvider, tt.config, ""), deployment()).Run(t.Context(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *Finding
+			for _, f := range rep.Sections[0].Findings {
+				if f.Check == check {
+					got = &f
+				}
+			}
+			switch {
+			case !tt.want && got != nil:
+				t.Errorf("%s checked: %+v", check, *got)
+			case tt.want && (got == nil || got.Status != Pass || !strings.Contains(got.Detail, "dry run on vol-")):
+				t.Errorf("%s: %+v, want a dry run on a volume permitted", check, got)
+			}
+		})
 	}
 }

@@ -34,7 +34,7 @@ func dryRunOnly(o *ec2.Options) {
 // Any other request is refused, including actions the check does not know.
 func harmless(params any) bool {
 	switch in := params.(type) {
-	case *ec2.DescribeVolumesInput, *ec2.DescribeSnapshotsInput, *ec2.DescribeAvailabilityZonesInput,
+	case *ec2.DescribeVolumesInput, *ec2.DescribeVolumeStatusInput, *ec2.DescribeSnapshotsInput, *ec2.DescribeAvailabilityZonesInput,
 		*ec2.DescribeSnapshotAttributeInput, *ec2.DescribeLockedSnapshotsInput:
 		return true
 	case *ec2.CreateSnapshotInput:
@@ -85,6 +85,10 @@ func (g guarded) DeleteSnapshot(ctx context.Context, in *ec2.DeleteSnapshotInput
 
 func (g guarded) DescribeVolumes(ctx context.Context, in *ec2.DescribeVolumesInput, o ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error) {
 	return g.c.DescribeVolumes(ctx, in, opts(o)...)
+}
+
+func (g guarded) DescribeVolumeStatus(ctx context.Context, in *ec2.DescribeVolumeStatusInput, o ...func(*ec2.Options)) (*ec2.DescribeVolumeStatusOutput, error) {
+	return g.c.DescribeVolumeStatus(ctx, in, opts(o)...)
 }
 
 func (g guarded) CreateVolume(ctx context.Context, in *ec2.CreateVolumeInput, o ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {

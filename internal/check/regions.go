@@ -40,6 +40,12 @@ func (lc *locationCheck) sourceRegion(ctx context.Context, p *place) {
 		deleteSnapshotProbe(p, &lc.snapshot),
 		{"CreateVolume", func(ctx context.Context) Finding { return lc.createVolume(ctx, p) }},
 	}
+	if lc.cfg.Restore.WaitForInitialization {
+		probes = append(probes, probe{"DescribeVolumeStatus", func(ctx context.Context) Finding {
+			_, err := p.c.DescribeVolumeStatus(ctx, &ec2.DescribeVolumeStatusInput{VolumeIds: []string{lc.volume}, DryRun: aws.Bool(true)})
+			return p.dryRun("DescribeVolumeStatus", p.statement, on(lc.volume, p.region)+", as a restore that waits for initialization reads it", err)
+		}})
+	}
 	if v := lc.cfg.Vault; v.Enabled() {
 		probes = append(probes,
 			probe{"ModifySnapshotAttribute", func(ctx context.Context) Finding {

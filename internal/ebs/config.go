@@ -45,7 +45,7 @@ var knownConfigKeys = []string{
 	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
 	ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion,
 	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
-	ConfigVolumeInitializationRate,
+	ConfigVolumeInitializationRate, ConfigWaitForVolumeInitialization, ConfigVolumeInitializationFallback,
 }
 
 // tagCarriedKeys are the config keys whose values ride on every source snapshot as a tag (the
@@ -87,10 +87,8 @@ func ParseConfig(m map[string]string) (Config, error) {
 	if !awsid.IsRegion(c.Region) {
 		return Config{}, fmt.Errorf("config key %q: %q is not an AWS region name", ConfigRegion, c.Region)
 	}
-	if v, ok := m[ConfigEnableSharedConfig]; ok {
-		if _, err := strconv.ParseBool(v); err != nil {
-			return Config{}, fmt.Errorf("config key %q: %q is not true or false", ConfigEnableSharedConfig, v)
-		}
+	if _, err := parseBoolKey(m, ConfigEnableSharedConfig); err != nil {
+		return Config{}, err
 	}
 	if err := c.parseCopy(m); err != nil {
 		return Config{}, err

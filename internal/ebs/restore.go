@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -64,19 +66,18 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 		in.Encrypted = aws.Bool(true)
 		in.KmsKeyId = aws.String(s.cfg.EBSKMSKeyID)
 	}
-	token, err := restoreToken(s.cfg.Region, in)
-	if err != nil {
+	volumeTags := restoredVolumeTags(tags, s.clusterName != "")
+	if err := s.withRestoreToken(in, volumeTags); err != nil {
 		return "", err
 	}
-	in.ClientToken = aws.String(token)
-	own := map[string]string{TagRestoreToken: token}
-	vt, _ := mergeTags(maxTags, own, s.clusterTags(), restoredVolumeTags(tags, s.clusterName != ""))
-	in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
 	c, err := s.clients(ctx, s.cfg.Region)
 	if err != nil {
 		return "", err
 	}
 	id, err := s.createVolumeOnce(ctx, c, in)
+	if code, msg := rateRefusal(err, in); code != "" {
+		id, err = s.createWithoutRate(ctx, c, in, volumeTags, code, msg)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -84,6 +85,55 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 	s.restored[id] = az
 	s.mu.Unlock()
 	return id, nil
+}
+
+// withRestoreToken gives in its restore token, as its ClientToken and as the volume's tag, with
+// the volume's other tags.
+func (s *Snapshotter) withRestoreToken(in *ec2.CreateVolumeInput, volumeTags map[string]string) error {
+	token, err := restoreToken(s.cfg.Region, in)
+	if err != nil {
+		return err
+	}
+	in.ClientToken = aws.String(token)
+	vt, _ := mergeTags(maxTags, map[string]string{TagRestoreToken: token}, s.clusterTags(), volumeTags)
+	in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
+	return nil
+}
+
+// rateRefusalCodes are EC2's answers that refuse a CreateVolume's parameters: for a request
+// with a VolumeInitializationRate, the rate for that volume (too small a volume, a snapshot or
+// region that does not support it, a rate out of range).
+var rateRefusalCodes = []string{"InvalidParameterValue", "InvalidParameterCombination", "InvalidParameter", "UnsupportedOperation"}
+
+// rateRefusal returns EC2's code and message when err is EC2 refusing in, which asks for a
+// volume initialization rate; "" otherwise (no rate asked, throttling, a lost answer, a
+// credentials failure, another refusal). A refused request made no volume: EC2 answers a
+// request whose token already made one with that volume.
+func rateRefusal(err error, in *ec2.CreateVolumeInput) (code, msg string) {
+	var apiErr smithy.APIError
+	if in.VolumeInitializationRate == nil || !errors.As(err, &apiErr) || !slices.Contains(rateRefusalCodes, ec2api.Code(err)) {
+		return "", ""
+	}
+	return apiErr.ErrorCode(), apiErr.ErrorMessage()
+}
+
+// createWithoutRate follows EC2's refusal (code, msg) of in's volume initialization rate: with
+// the fallback allowed, it creates the volume at EBS's default rate, as a new request with its
+// own token, and warns; without, it fails naming the rate's key and value and EC2's message.
+func (s *Snapshotter) createWithoutRate(ctx context.Context, c ec2api.EC2, in *ec2.CreateVolumeInput, volumeTags map[string]string, code, msg string) (string, error) {
+	snap, az, rate := aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone), aws.ToInt32(in.VolumeInitializationRate)
+	if !s.cfg.Restore.InitializationFallback {
+		return "", fmt.Errorf("creating a volume from snapshot %s in %s: EC2 refused the volume with config key %q (value \"%d\"): %s (%s); "+
+			"set %q to \"true\" to restore such volumes at EBS's default rate", snap, az, ConfigVolumeInitializationRate, rate, msg, code,
+			ConfigVolumeInitializationFallback)
+	}
+	s.log.WithField("snapshotID", snap).Warnf("EC2 refused config key %q (value \"%d\") for the volume from snapshot %s in %s: %s (%s); "+
+		"restoring it at EBS's default rate, as %q allows", ConfigVolumeInitializationRate, rate, snap, az, msg, code, ConfigVolumeInitializationFallback)
+	in.VolumeInitializationRate = nil
+	if err := s.withRestoreToken(in, volumeTags); err != nil {
+		return "", err
+	}
+	return s.createVolumeOnce(ctx, c, in)
 }
 
 // Restore sessions: one Velero plugin process serves one restore (core starts the plugins for

@@ -2,30 +2,45 @@ package ebs
 
 import "testing"
 
-func TestParseConfigVolumeInitializationRate(t *testing.T) {
+func TestParseConfigRestoreKeys(t *testing.T) {
 	tests := []struct {
 		name    string
-		rate    string // "" leaves the key out
-		want    int32
+		keys    map[string]string // added to a location of srcRegion
+		want    RestoreConfig
 		wantErr []string
 	}{
 		{name: "off by default"},
-		{name: "lowest rate EC2 takes", rate: "100", want: 100},
-		{name: "highest rate EC2 takes", rate: "300", want: 300},
-		{name: "below EC2's range", rate: "99", wantErr: []string{`"volumeInitializationRate"`, `"99"`, "100 to 300"}},
-		{name: "above EC2's range", rate: "301", wantErr: []string{`"301"`, "100 to 300"}},
-		{name: "not a number", rate: "fast", wantErr: []string{`"fast"`, "MiB/s"}},
+		{name: "lowest rate EC2 takes", keys: map[string]string{ConfigVolumeInitializationRate: "100"}, want: RestoreConfig{InitializationRate: 100}},
+		{name: "highest rate EC2 takes", keys: map[string]string{ConfigVolumeInitializationRate: "300"}, want: RestoreConfig{InitializationRate: 300}},
+		{name: "rate below EC2's range", keys: map[string]string{ConfigVolumeInitializationRate: "99"}, wantErr: []string{`"volumeInitializationRate"`, `"99"`, "100 to 300"}},
+		{name: "rate above EC2's range", keys: map[string]string{ConfigVolumeInitializationRate: "301"}, wantErr: []string{`"301"`, "100 to 300"}},
+		{name: "rate not a number", keys: map[string]string{ConfigVolumeInitializationRate: "fast"}, wantErr: []string{`"fast"`, "MiB/s"}},
+		{name: "restore waits for initialization", keys: map[string]string{ConfigWaitForVolumeInitialization: "true"}, want: RestoreConfig{WaitForInitialization: true}},
+		{name: "restore waits for initialization at a provisioned rate",
+			keys: map[string]string{ConfigVolumeInitializationRate: "300", ConfigWaitForVolumeInitialization: "true"},
+			want: RestoreConfig{InitializationRate: 300, WaitForInitialization: true}},
+		{name: "restore does not wait", keys: map[string]string{ConfigWaitForVolumeInitialization: "false"}},
+		{name: "wait not true or false", keys: map[string]string{ConfigWaitForVolumeInitialization: "always"},
+			wantErr: []string{`"waitForVolumeInitialization"`, `"always"`, "true or false"}},
+		{name: "fallback allowed", keys: map[string]string{ConfigVolumeInitializationRate: "200", ConfigVolumeInitializationFallback: "true"},
+			want: RestoreConfig{InitializationRate: 200, InitializationFallback: true}},
+		{name: "fallback refused", keys: map[string]string{ConfigVolumeInitializationRate: "200", ConfigVolumeInitializationFallback: "false"},
+			want: RestoreConfig{InitializationRate: 200}},
+		{name: "fallback not true or false", keys: map[string]string{ConfigVolumeInitializationRate: "200", ConfigVolumeInitializationFallback: "maybe"},
+			wantErr: []string{`"volumeInitializationFallback"`, `"maybe"`, "true or false"}},
+		{name: "fallback without a rate", keys: map[string]string{ConfigVolumeInitializationFallback: "true"},
+			wantErr: []string{`"volumeInitializationFallback"`, `"true"`, `needs "volumeInitializationRate"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := map[string]string{ConfigRegion: srcRegion}
-			if tt.rate != "" {
-				m[ConfigVolumeInitializationRate] = tt.rate
+			for k, v := range tt.keys {
+				m[k] = v
 			}
 			c, err := ParseConfig(m)
 			wantErr(t, err, tt.wantErr...)
-			if c.Restore.InitializationRate != tt.want {
-				t.Errorf("rate %d, want %d", c.Restore.InitializationRate, tt.want)
+			if c.Restore != tt.want {
+				t.Errorf("restore config %+v, want %+v", c.Restore, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package ebs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/golang/mock/gomock"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 // zone is an AZ entry as DescribeAvailabilityZones lists it.
@@ -144,6 +149,99 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 			delete(tags, TagRestoreToken)
 			if tt.wantTags != nil && fmt.Sprint(tags) != fmt.Sprint(tt.wantTags) {
 				t.Errorf("volume tags %v, want %v", tags, tt.wantTags)
+			}
+		})
+	}
+}
+
+// When EC2 refuses the volume initialization rate for a volume, a location that allows the
+// fallback restores it at the default rate, as a new request, and warns with EC2's message; one
+// that does not fails naming the key, its value and EC2's message. Throttling, a lost answer and
+// a credentials failure are not refusals of the rate. Only the volume returned is ever made.
+func TestCreateVolumeRateRefused(t *testing.T) {
+	io := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "io2", TagVolumeIOPS, "5000"))
+	refused := httpErr(400, "InvalidParameterValue")
+	tests := []struct {
+		name      string
+		fallback  bool
+		answers   []error // CreateVolume's answers in order; nil makes the volume
+		wantRates []int32 // VolumeInitializationRate of each CreateVolume
+		wantErr   []string
+		wantWarn  []string
+	}{
+		{name: "fallback restores at the default rate", fallback: true, answers: []error{refused, nil}, wantRates: []int32{300, 0},
+			wantWarn: []string{`"volumeInitializationRate"`, `"300"`, "EC2 says InvalidParameterValue", "default rate", `"volumeInitializationFallback"`}},
+		{name: "fallback for an unsupported snapshot", fallback: true, answers: []error{httpErr(400, "UnsupportedOperation"), nil}, wantRates: []int32{300, 0},
+			wantWarn: []string{"EC2 says UnsupportedOperation"}},
+		{name: "fallback for a volume too small", fallback: true, answers: []error{httpErr(400, "InvalidParameterCombination"), nil}, wantRates: []int32{300, 0},
+			wantWarn: []string{"EC2 says InvalidParameterCombination"}},
+		{name: "no fallback fails naming the rate", answers: []error{refused}, wantRates: []int32{300},
+			wantErr: []string{"snap-0000000a", `"volumeInitializationRate"`, `"300"`, "EC2 says InvalidParameterValue", `"volumeInitializationFallback"`}},
+		{name: "fallback refused too", fallback: true, answers: []error{refused, httpErr(400, "InvalidParameterCombination")}, wantRates: []int32{300, 0},
+			wantErr: []string{"InvalidParameterCombination"}, wantWarn: []string{"EC2 says InvalidParameterValue"}},
+		{name: "throttling is no refusal of the rate", fallback: true, answers: []error{httpErr(503, "RequestLimitExceeded")}, wantRates: []int32{300},
+			wantErr: []string{"RequestLimitExceeded"}},
+		{name: "a credentials failure is no refusal of the rate", fallback: true, answers: []error{&ec2api.CredentialsError{Err: apiErr("InvalidParameterValue")}},
+			wantRates: []int32{300}, wantErr: []string{"obtaining AWS credentials"}},
+		{name: "another refusal is no refusal of the rate", fallback: true, answers: []error{httpErr(400, "InvalidSnapshot.NotFound")}, wantRates: []int32{300},
+			wantErr: []string{"InvalidSnapshot.NotFound"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			here := f.src()
+			here.add(io)
+			here.serveDescribe()
+			var rates []int32
+			tokens := map[string]bool{}
+			calls := 0
+			here.m.EXPECT().CreateVolume(gomock.Any(), gomock.Any(), gomock.Any()).Times(len(tt.answers)).DoAndReturn(
+				func(_ context.Context, in *ec2.CreateVolumeInput, _ ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {
+					rates = append(rates, aws.ToInt32(in.VolumeInitializationRate))
+					token := aws.ToString(in.ClientToken)
+					if tags := tagMap(in.TagSpecifications[0].Tags); tags[TagRestoreToken] != token {
+						t.Errorf("ClientToken %q, tag %q: want the same token", token, tags[TagRestoreToken])
+					}
+					tokens[token] = true
+					err := tt.answers[calls]
+					calls++
+					if err != nil {
+						return nil, err
+					}
+					return &ec2.CreateVolumeOutput{VolumeId: aws.String("vol-0000000e")}, nil
+				})
+			log, hook := logtest.NewNullLogger()
+			cfg := Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1b",
+				Restore: RestoreConfig{InitializationRate: 300, InitializationFallback: tt.fallback}}
+			id, err := f.snapshotter(cfg, WithLogger(log)).CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "io2", "", nil)
+			wantErr(t, err, tt.wantErr...)
+			if err == nil && id != "vol-0000000e" {
+				t.Errorf("volume %q, want vol-0000000e", id)
+			}
+			if fmt.Sprint(rates) != fmt.Sprint(tt.wantRates) {
+				t.Errorf("CreateVolume rates %v, want %v", rates, tt.wantRates)
+			}
+			if len(tokens) != len(tt.wantRates) {
+				t.Errorf("%d distinct tokens for %d requests, want one per request", len(tokens), len(tt.wantRates))
+			}
+			var warned []string
+			for _, e := range hook.AllEntries() {
+				if e.Level == logrus.WarnLevel {
+					warned = append(warned, e.Message)
+				}
+			}
+			if len(tt.wantWarn) == 0 && len(warned) > 0 {
+				t.Errorf("warned %q, want no warning", warned)
+			}
+			if len(tt.wantWarn) > 0 {
+				if len(warned) != 1 {
+					t.Fatalf("warnings %q, want one", warned)
+				}
+				for _, w := range tt.wantWarn {
+					if !strings.Contains(warned[0], w) {
+						t.Errorf("warning %q does not say %q", warned[0], w)
+					}
+				}
 			}
 		})
 	}

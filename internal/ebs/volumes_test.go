@@ -2,7 +2,7 @@ package ebs
 
 import (
 	"context"
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/golang/mock/gomock"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 )
 
 const restoredVol = "vol-0fedcba9876543210"
@@ -123,4 +124,178 @@ func restoreOf(backup string) *velerov1.Restore {
 	r := &velerov1.Restore{}
 	r.Spec.BackupName = backup
 	return r
+}
+
+// restoredFrom is a restored volume made from snapshot snap.
+func restoredFrom(id string, state types.VolumeState, snap string) types.Volume {
+	v := restoredVolume(id, state)
+	v.SnapshotId = aws.String(snap)
+	return v
+}
+
+// statusOf is a volume's status item with its initialization at pct percent of kind, and the
+// seconds left when left is not negative.
+func statusOf(id string, kind types.InitializationType, pct, left int64) types.VolumeStatusItem {
+	d := &types.InitializationStatusDetails{InitializationType: kind, Progress: aws.Int64(pct)}
+	if left >= 0 {
+		d.EstimatedTimeToCompleteInSeconds = aws.Int64(left)
+	}
+	return types.VolumeStatusItem{VolumeId: aws.String(id), InitializationStatusDetails: d}
+}
+
+// waitingLocation is a location of dstRegion whose restores wait for initialization at 300 MiB/s.
+var waitingLocation = map[string]string{ConfigRegion: dstRegion, ConfigVolumeInitializationRate: "300", ConfigWaitForVolumeInitialization: "true"}
+
+// A restore whose location waits for initialization reports each volume creating, then
+// initializing at EC2's percent and time left, and completes only when EC2 reports 100%.
+// Throttling and a status EC2 does not list yet mean wait; a location that does not wait
+// completes at available, as before.
+func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
+	op := VolumeOperation{Operation{Region: dstRegion, VolumeID: restoredVol, Issued: t0}}.String()
+	fromSnap := func(state types.VolumeState) []types.Volume {
+		return []types.Volume{restoredFrom(restoredVol, state, "snap-0000000b")}
+	}
+	statuses := func(items ...types.VolumeStatusItem) []*ec2.DescribeVolumeStatusOutput {
+		return []*ec2.DescribeVolumeStatusOutput{{VolumeStatuses: items}}
+	}
+	noDetails := types.VolumeStatusItem{VolumeId: aws.String(restoredVol)}
+	tests := []struct {
+		name      string
+		config    map[string]string // nil: the location could not be read
+		note      string            // why, then
+		tagged    []types.Volume
+		answers   []*ec2.DescribeVolumeStatusOutput // DescribeVolumeStatus answers in order
+		errs      []error                           // DescribeVolumeStatus errors in order, where no answer
+		want      string                            // Description or Err
+		completed bool
+		failed    bool
+		pct       int64
+		units     string
+		wantErr   []string
+	}{
+		{name: "creating", config: waitingLocation, tagged: fromSnap(types.VolumeStateCreating),
+			want: "volume " + restoredVol + " in us-west-2a: creating", units: initializationUnits},
+		{name: "initializing at the provisioned rate", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			answers: statuses(statusOf(restoredVol, types.InitializationTypeProvisionedRate, 42, 370)),
+			want:    "volume " + restoredVol + " in us-west-2a: initializing at 300 MiB/s (provisioned), 42%, about 6m10s left", pct: 42, units: initializationUnits},
+		{name: "initializing at the default rate", config: map[string]string{ConfigRegion: dstRegion, ConfigWaitForVolumeInitialization: "true"},
+			tagged: fromSnap(types.VolumeStateAvailable), answers: statuses(statusOf(restoredVol, types.InitializationTypeDefault, 10, -1)),
+			want: "volume " + restoredVol + " in us-west-2a: initializing at EBS's default rate, 10%", pct: 10, units: initializationUnits},
+		{name: "99% is not initialized", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			answers: statuses(statusOf(restoredVol, types.InitializationTypeProvisionedRate, 99, 2)), want: "99%, about 2s left", pct: 99, units: initializationUnits},
+		{name: "fully initialized", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			answers: statuses(statusOf(restoredVol, types.InitializationTypeProvisionedRate, 100, 0)),
+			want:    "is available and fully initialized (at 300 MiB/s (provisioned))", completed: true, pct: 100, units: initializationUnits},
+		{name: "in use and fully initialized", config: waitingLocation, tagged: fromSnap(types.VolumeStateInUse),
+			answers: statuses(statusOf(restoredVol, types.InitializationTypeProvisionedRate, 100, 0)), want: "is in-use and fully initialized", completed: true, pct: 100, units: initializationUnits},
+		{name: "status not listed yet", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable), answers: statuses(),
+			want: "is available; waiting for EC2 to report its initialization", units: initializationUnits},
+		{name: "volume unknown to the status yet", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			errs: []error{httpErr(400, "InvalidVolume.NotFound"), httpErr(400, "InvalidVolume.NotFound")},
+			want: "waiting for EC2 to report its initialization", units: initializationUnits},
+		{name: "status throttled", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable), errs: []error{httpErr(503, "RequestLimitExceeded")},
+			want: "waiting for EC2 to report its initialization: ", units: initializationUnits},
+		{name: "no initialization reported for a volume from a snapshot", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			answers: statuses(noDetails), want: "waiting for EC2 to report the initialization from snapshot snap-0000000b", units: initializationUnits},
+		{name: "a volume from no snapshot has nothing to initialize", config: waitingLocation,
+			tagged: []types.Volume{restoredVolume(restoredVol, types.VolumeStateAvailable)}, answers: statuses(noDetails),
+			want: "nothing to initialize", completed: true, pct: 100, units: initializationUnits},
+		{name: "status not permitted", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable), errs: []error{httpErr(403, "UnauthorizedOperation")},
+			wantErr: []string{"UnauthorizedOperation", "initialization", "us-west-2"}},
+		{name: "a location that does not wait completes at available", config: map[string]string{ConfigRegion: dstRegion, ConfigVolumeInitializationRate: "300"},
+			tagged: fromSnap(types.VolumeStateAvailable), want: "is available; EBS goes on initializing it from its snapshot in the background",
+			completed: true, pct: 1, units: volumeUnits},
+		{name: "a location that could not be read says so", note: "no Kubernetes API access",
+			tagged: fromSnap(types.VolumeStateAvailable), want: "whether it waits for initialization is not known: no Kubernetes API access",
+			completed: true, pct: 1, units: volumeUnits},
+		{name: "a location whose wait key is wrong", config: map[string]string{ConfigRegion: dstRegion, ConfigWaitForVolumeInitialization: "soon"},
+			tagged: fromSnap(types.VolumeStateAvailable), want: `location dr: config key "waitForVolumeInitialization": "soon"`, completed: true, failed: true, units: volumeUnits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			m := f.dst().m
+			m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).Return(&ec2.DescribeVolumesOutput{Volumes: tt.tagged}, nil)
+			calls := max(len(tt.answers), len(tt.errs))
+			n := 0
+			m.EXPECT().DescribeVolumeStatus(gomock.Any(), gomock.Any(), gomock.Any()).Times(calls).DoAndReturn(
+				func(_ context.Context, in *ec2.DescribeVolumeStatusInput, _ ...func(*ec2.Options)) (*ec2.DescribeVolumeStatusOutput, error) {
+					if len(in.VolumeIds) != 1 || in.VolumeIds[0] != restoredVol || in.MaxResults != nil {
+						t.Errorf("DescribeVolumeStatus IDs %v MaxResults %v, want [%s] alone", in.VolumeIds, in.MaxResults, restoredVol)
+					}
+					defer func() { n++ }()
+					if n < len(tt.errs) {
+						return nil, tt.errs[n]
+					}
+					return tt.answers[n], nil
+				})
+			loc := placesOf{{Location: "dr", Clients: f.clients(), Config: tt.config, Note: tt.note}}
+			p, err := NewVolumeWatcher(f.clients(), f.opts(WithLocator(loc))...).Progress(context.Background(), op, restoreOf(backupName))
+			if len(tt.wantErr) > 0 {
+				wantErr(t, err, tt.wantErr...)
+				return
+			}
+			wantErr(t, err)
+			got := p.Description
+			if tt.failed {
+				got = p.Err
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("progress %+v, want %q", p, tt.want)
+			}
+			if p.Completed != tt.completed || (p.Err != "") != tt.failed {
+				t.Errorf("Completed=%v Err=%q, want completed=%v failed=%v", p.Completed, p.Err, tt.completed, tt.failed)
+			}
+			if !tt.failed && (p.NCompleted != tt.pct || p.OperationUnits != tt.units) {
+				t.Errorf("progress %d of %d %s, want %d %s", p.NCompleted, p.NTotal, p.OperationUnits, tt.pct, tt.units)
+			}
+			if p.OperationUnits == initializationUnits && p.NTotal != fullyInitialized {
+				t.Errorf("progress of %d %s, want of %d", p.NTotal, p.OperationUnits, fullyInitialized)
+			}
+		})
+	}
+}
+
+// The initialization of every volume of a restore is described once per region and cache
+// lifetime, in batches of at most volumeStatusBatch IDs (never with MaxResults, which EC2
+// refuses with IDs); each operation reads its volume from that description.
+func TestVolumeWatcherDescribesInitializationOncePerCacheLifetime(t *testing.T) {
+	f := newFixture(t)
+	const count = 2*volumeStatusBatch + 50
+	var vols []types.Volume
+	for i := range count {
+		vols = append(vols, restoredFrom(fmt.Sprintf("vol-%017x", i), types.VolumeStateAvailable, "snap-0000000b"))
+	}
+	m := f.dst().m
+	m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).Return(&ec2.DescribeVolumesOutput{Volumes: vols}, nil).Times(2)
+	asked := map[string]int{}
+	m.EXPECT().DescribeVolumeStatus(gomock.Any(), gomock.Any(), gomock.Any()).Times(2 * 3).DoAndReturn(
+		func(_ context.Context, in *ec2.DescribeVolumeStatusInput, _ ...func(*ec2.Options)) (*ec2.DescribeVolumeStatusOutput, error) {
+			if len(in.VolumeIds) == 0 || len(in.VolumeIds) > volumeStatusBatch || in.MaxResults != nil {
+				t.Errorf("DescribeVolumeStatus with %d IDs and MaxResults %v", len(in.VolumeIds), in.MaxResults)
+			}
+			out := &ec2.DescribeVolumeStatusOutput{}
+			for _, id := range in.VolumeIds {
+				asked[id]++
+				out.VolumeStatuses = append(out.VolumeStatuses, statusOf(id, types.InitializationTypeProvisionedRate, 50, 10))
+			}
+			return out, nil
+		})
+	loc := placesOf{{Location: "dr", Clients: f.clients(), Config: waitingLocation}}
+	w := NewVolumeWatcher(f.clients(), f.opts(WithCacheTTL(5*time.Second), WithLocator(loc))...)
+	for round := 0; round < 2; round++ {
+		for _, v := range vols {
+			op := VolumeOperation{Operation{Region: dstRegion, VolumeID: aws.ToString(v.VolumeId), Issued: t0}}.String()
+			p, err := w.Progress(context.Background(), op, restoreOf(backupName))
+			if err != nil || p.NCompleted != 50 || p.Completed {
+				t.Fatalf("progress %+v, %v; want 50%% initializing", p, err)
+			}
+		}
+		f.clk.Step(5 * time.Second)
+	}
+	for _, v := range vols {
+		if n := asked[aws.ToString(v.VolumeId)]; n != 2 {
+			t.Errorf("volume %s asked about %d times in two cache lifetimes, want 2", aws.ToString(v.VolumeId), n)
+		}
+	}
 }

@@ -43,7 +43,8 @@ var awsRates = map[actionClass]struct {
 }
 
 // classify names the bucket a request draws from. Describe calls with no filter, ID or page
-// size draw from the smaller "unfiltered" bucket.
+// size draw from the smaller "unfiltered" bucket; DescribeVolumeStatus is classed as
+// DescribeVolumes is.
 func classify(params any) actionClass {
 	switch in := params.(type) {
 	case *ec2.DescribeSnapshotsInput:
@@ -51,6 +52,10 @@ func classify(params any) actionClass {
 			return describeUnfiltered
 		}
 	case *ec2.DescribeVolumesInput:
+		if len(in.Filters) == 0 && len(in.VolumeIds) == 0 && in.MaxResults == nil {
+			return describeUnfiltered
+		}
+	case *ec2.DescribeVolumeStatusInput:
 		if len(in.Filters) == 0 && len(in.VolumeIds) == 0 && in.MaxResults == nil {
 			return describeUnfiltered
 		}

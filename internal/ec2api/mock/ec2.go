@@ -235,6 +235,26 @@ func (mr *MockEC2MockRecorder) DescribeSnapshots(arg0, arg1 interface{}, arg2 ..
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DescribeSnapshots", reflect.TypeOf((*MockEC2)(nil).DescribeSnapshots), varargs...)
 }
 
+// DescribeVolumeStatus mocks base method.
+func (m *MockEC2) DescribeVolumeStatus(arg0 context.Context, arg1 *ec2.DescribeVolumeStatusInput, arg2 ...func(*ec2.Options)) (*ec2.DescribeVolumeStatusOutput, error) {
+	m.ctrl.T.Helper()
+	varargs := []interface{}{arg0, arg1}
+	for _, a := range arg2 {
+		varargs = append(varargs, a)
+	}
+	ret := m.ctrl.Call(m, "DescribeVolumeStatus", varargs...)
+	ret0, _ := ret[0].(*ec2.DescribeVolumeStatusOutput)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// DescribeVolumeStatus indicates an expected call of DescribeVolumeStatus.
+func (mr *MockEC2MockRecorder) DescribeVolumeStatus(arg0, arg1 interface{}, arg2 ...interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	varargs := append([]interface{}{arg0, arg1}, arg2...)
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "DescribeVolumeStatus", reflect.TypeOf((*MockEC2)(nil).DescribeVolumeStatus), varargs...)
+}
+
 // DescribeVolumes mocks base method.
 func (m *MockEC2) DescribeVolumes(arg0 context.Context, arg1 *ec2.DescribeVolumesInput, arg2 ...func(*ec2.Options)) (*ec2.DescribeVolumesOutput, error) {
 	m.ctrl.T.Helper()

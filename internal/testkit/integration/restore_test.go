@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	corev1api "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -74,6 +78,82 @@ func TestRestoreInCopyRegionUsesCopies(t *testing.T) {
 			t.Errorf("%s: restored in %s, want the AZ of the same letter %s%s", rv.PV, v.AvailabilityZone, copyRegion, want)
 		}
 		requireScheduledIn(t, items[rv.PV], v)
+	}
+}
+
+// smallVolumeGiB is the size of volumes that initialize in about 3 s at 300 MiB/s.
+const smallVolumeGiB = 1
+
+// A recovery cluster whose location asks for a provisioned initialization rate and waits for
+// initialization keeps each volume's restore operation in progress until EC2 reports the
+// volume 100% initialized: no operation completes earlier, and the progress Velero shows went
+// through an initializing phase at the provisioned rate. The item action reads the location
+// through the Kubernetes API, as in a cluster.
+func TestRestoreInCopyRegionWaitsForInitialization(t *testing.T) {
+	r := newAPIRig(t, rig.FastConfig(1), 0)
+	r.PVs = fixture.Fleet{Region: sourceRegion, Count: 2, SizeGiB: smallVolumeGiB}.Seed(r.Sim)
+	res := r.backup(location(copyRegion), 0)
+	requireCompleted(t, res, len(r.PVs))
+	dr := drLocation()
+	dr.Spec.Config[ebs.ConfigVolumeInitializationRate] = "300"
+	dr.Spec.Config[ebs.ConfigWaitForVolumeInitialization] = "true"
+	watch := &initializationWatch{t: t, ec2: r.EC2(copyRegion), seen: map[string]bool{}}
+	r.Core.Observer = watch
+	restore, err := r.Core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-initialized", Backup: res, Location: dr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Operations) != len(r.PVs) {
+		t.Fatalf("restore phase %s with %d operations; errors %v %v", restore.Restore.Status.Phase, len(restore.Operations), restore.ItemErrors, restore.OperationErrors)
+	}
+	if len(watch.seen) != len(r.PVs) {
+		t.Errorf("%d operations seen completing, want %d", len(watch.seen), len(r.PVs))
+	}
+	for _, op := range restore.Operations {
+		initializing := false
+		for _, p := range op.History {
+			if strings.Contains(p.Description, "initializing at 300 MiB/s (provisioned)") && !p.Completed && p.NCompleted < p.NTotal {
+				initializing = true
+			}
+		}
+		last := op.History[len(op.History)-1]
+		if !initializing || !last.Completed || last.NCompleted != last.NTotal || !strings.Contains(last.Description, "fully initialized") {
+			t.Errorf("operation %s: progress %+v, want an initializing phase at 300 MiB/s, then fully initialized", op.ID, op.History)
+		}
+	}
+}
+
+// initializationWatch checks, after every reconcile of a restore, that each operation that
+// completed has a volume EC2 reports 100% initialized.
+type initializationWatch struct {
+	t    *testing.T
+	ec2  *ec2.Client
+	seen map[string]bool // operations seen completed
+}
+
+// Observe implements harness.Observer.
+func (w *initializationWatch) Observe(s harness.Status) {
+	if s.Kind != "Restore" {
+		return
+	}
+	for _, op := range s.Operations {
+		if op.Status.Phase != itemoperation.OperationPhaseCompleted || w.seen[op.ID] {
+			continue
+		}
+		w.seen[op.ID] = true
+		vop, err := ebs.ParseVolumeOperationID(op.ID)
+		if err != nil {
+			w.t.Errorf("operation %s: %v", op.ID, err)
+			continue
+		}
+		out, err := w.ec2.DescribeVolumeStatus(context.Background(), &ec2.DescribeVolumeStatusInput{VolumeIds: []string{vop.VolumeID}})
+		if err != nil || len(out.VolumeStatuses) != 1 || out.VolumeStatuses[0].InitializationStatusDetails == nil {
+			w.t.Errorf("volume %s: status %+v, %v", vop.VolumeID, out, err)
+			continue
+		}
+		if pct := aws.ToInt64(out.VolumeStatuses[0].InitializationStatusDetails.Progress); pct != 100 {
+			w.t.Errorf("restore operation of volume %s completed at reconcile %d while EC2 reports it %d%% initialized", vop.VolumeID, s.Reconciles, pct)
+		}
 	}
 }
 

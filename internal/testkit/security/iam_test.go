@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
@@ -65,10 +67,18 @@ func readmeEC2Actions(t *testing.T, sids ...string) []string {
 	return actions
 }
 
+// smallVolumeGiB is the size of the IAM runs' volumes: they initialize in about 3 s at 300 MiB/s.
+const smallVolumeGiB = 1
+
+// waitForInitialization is the locations' config for restores that wait until EC2 reports
+// their volumes initialized at a provisioned rate, as ec2:DescribeVolumeStatus lets them.
+var waitForInitialization = map[string]string{ebs.ConfigVolumeInitializationRate: "300", ebs.ConfigWaitForVolumeInitialization: "true"}
+
 // TestIAMPolicyIsExactlyWhatThePluginNeeds runs a backup with copies (more copies than EC2
-// slots, so some are queued), a restore in the copy region and the deletion with the simulator
-// allowing only the README's EC2 actions: the run is clean. Then, for each action, with that
-// one denied: the run fails or leaves snapshots behind.
+// slots, so some are queued), a restore in the copy region that waits for its volumes'
+// initialization (its location read through the Kubernetes API, as in a cluster), and the
+// deletion with the simulator allowing only the README's EC2 actions: the run is clean. Then,
+// for each action, with that one denied: the run fails or leaves snapshots behind.
 func TestIAMPolicyIsExactlyWhatThePluginNeeds(t *testing.T) {
 	actions := readmeEC2Actions(t, sidPlugin)
 	t.Logf("README policy: %v", actions)
@@ -76,13 +86,14 @@ func TestIAMPolicyIsExactlyWhatThePluginNeeds(t *testing.T) {
 		cfg := rig.FastConfig(1)
 		cfg.AllowedActions = allowed
 		cfg.CopyLimit = 1 // queued copies: the plugin clears their marks with DeleteTags
-		env := &rig.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod}
-		r, err := env.NewRig("iam", cfg, 2)
+		env := &rig.Env{Plugin: built, LogDir: t.TempDir(), SyncPeriod: syncPeriod, KubeAPI: true}
+		r, err := env.NewRig("iam", cfg, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		return cycle{rig: r, opTimeout: 8 * time.Second}.run(t.Context())
+		r.PVs = fixture.Fleet{Region: rig.SourceRegion, Count: 2, SizeGiB: smallVolumeGiB}.Seed(r.Sim)
+		return cycle{rig: r, opTimeout: 8 * time.Second, extra: waitForInitialization}.run(t.Context())
 	}
 	t.Run("README policy", func(t *testing.T) {
 		if res := run(t, actions); !res.OK() {
