@@ -39,6 +39,9 @@ const (
 	recoveredBackup = "e2e-recovered"
 	// afterOutageBackup is the source cluster's backup once the region is back.
 	afterOutageBackup = "e2e-after-outage"
+	// recoveryInitializationRate is the recovery cluster's volumeInitializationRate, MiB/s: its
+	// 10 GiB volumes take about 34 s to initialize.
+	recoveryInitializationRate = "300"
 )
 
 // drill is the disaster-recovery drill: with backup's source region down (EC2, and the source
@@ -83,7 +86,14 @@ func (r *rig) drill(sim simClient, backup string) {
 		return err == nil && b.Status.Phase == velerov1.BackupPhaseCompleted
 	})
 	r.saw("velero backup get:\n%s", indent(r.mustVelero("backup", "get")))
+	seen := r.watchDescribe("restore", "e2e-drill-restore", "initializing at "+recoveryInitializationRate+" MiB/s")
 	r.restoreFromCopies(sim, backup, "e2e-drill-restore")
+	if d := seen(); d == "" {
+		t.Errorf("`velero restore describe --details` never showed a volume initializing at %s MiB/s while the restore waited", recoveryInitializationRate)
+	} else {
+		r.saveDescribe("e2e-drill-restore-initializing", d, true)
+	}
+	r.checkFullyInitialized(r.restoredVolumeIDs(volumes))
 	if n := requestsTo(sim.stats(), srcRegion) - before; n != 0 {
 		t.Errorf("the recovery cluster sent %d requests to %s, which is down", n, srcRegion)
 	}
@@ -191,8 +201,15 @@ func (r *rig) installRecovery() {
 	}
 	r.createServerStandIn()
 	for _, l := range r.locations() {
-		r.step("creating VolumeSnapshotLocation %s (region %s, copyToRegion %s, credential %s/%s)", l.VSL, copyRegion, srcRegion, l.Secret, credKey)
-		must(t, r.c.Create(ctx, vsl(l, copyRegion, srcRegion)))
+		loc := vsl(l, copyRegion, srcRegion)
+		if l.VSL == vslName {
+			// The recovery's restore: volumes initialized at a provisioned rate, each PV's
+			// operation in progress until its volume is readable at full speed.
+			loc.Spec.Config["volumeInitializationRate"] = recoveryInitializationRate
+			loc.Spec.Config["waitForVolumeInitialization"] = "true"
+		}
+		r.step("creating VolumeSnapshotLocation %s (region %s, copyToRegion %s, credential %s/%s, config %v)", l.VSL, copyRegion, srcRegion, l.Secret, credKey, loc.Spec.Config)
+		must(t, r.c.Create(ctx, loc))
 	}
 }
 
@@ -419,4 +436,73 @@ func snapshotIDs(objs []simObject) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// watchDescribe polls `velero <kind> describe name --details` until its output contains want,
+// from now until the returned function is called; that function returns the first such output,
+// or "" when none had it.
+func (r *rig) watchDescribe(kind, name, want string) func() string {
+	stop, done := make(chan struct{}), make(chan string, 1)
+	go func() {
+		tick := time.NewTicker(describeEvery)
+		defer tick.Stop()
+		for {
+			if d, err := r.velero(kind, "describe", name, "--details", "--colorized=false"); err == nil && strings.Contains(d, want) {
+				done <- d
+				return
+			}
+			select {
+			case <-stop:
+				done <- ""
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() string {
+		close(stop)
+		return <-done
+	}
+}
+
+// describeEvery is how often watchDescribe asks.
+const describeEvery = 2 * time.Second
+
+// restoredVolumeIDs are the EBS volumes the PVs of vols point at now.
+func (r *rig) restoredVolumeIDs(vols []volume) []string {
+	var ids []string
+	for _, v := range vols {
+		var pv corev1.PersistentVolume
+		if err := r.c.Get(context.Background(), client.ObjectKey{Name: v.PV}, &pv); err == nil {
+			ids = append(ids, pvVolumeID(&pv))
+		}
+	}
+	return ids
+}
+
+// checkFullyInitialized fails the test unless EC2 reports each volume 100% initialized, at the
+// provisioned rate: the restore that waits for initialization has completed.
+func (r *rig) checkFullyInitialized(ids []string) {
+	t := r.t
+	if len(ids) == 0 {
+		t.Errorf("no restored volume in %s to check", copyRegion)
+		return
+	}
+	out, err := r.ec2As(r.acctA(), copyRegion).DescribeVolumeStatus(context.Background(), &ec2.DescribeVolumeStatusInput{VolumeIds: ids})
+	if err != nil {
+		t.Errorf("DescribeVolumeStatus of the restored volumes: %v", err)
+		return
+	}
+	for _, s := range out.VolumeStatuses {
+		d := s.InitializationStatusDetails
+		if d == nil {
+			t.Errorf("volume %s: EC2 reports no initialization", aws.ToString(s.VolumeId))
+			continue
+		}
+		r.saw("volume %s once the restore completed: initialization %s, %d%%", aws.ToString(s.VolumeId), d.InitializationType, aws.ToInt64(d.Progress))
+		if aws.ToInt64(d.Progress) != 100 || d.InitializationType != types.InitializationTypeProvisionedRate {
+			t.Errorf("volume %s: initialization %s at %d%% when the restore completed, want provisioned-rate at 100%%",
+				aws.ToString(s.VolumeId), d.InitializationType, aws.ToInt64(d.Progress))
+		}
+	}
 }
