@@ -129,6 +129,9 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 		if seen.siblings, err = s.siblings(ctx, regionalSnapshot{seen.sourceRegion, seen.sourceID}, seen.source); err != nil {
 			return seen, err
 		}
+		if seen.unreturned, err = s.unreturnedOfBackup(ctx, seen.sourceRegion, seen.source); err != nil {
+			return seen, fmt.Errorf("%w; nothing deleted, so that a later deletion still finds them through %s", err, seen.sourceID)
+		}
 	}
 	if err := s.readVaultCopies(ctx, &seen); err != nil {
 		return seen, err
@@ -201,6 +204,30 @@ func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src
 	return out, nil
 }
 
+// unreturnedOfBackup lists the snapshots in region carrying src's backup UID and still marked
+// as not returned to Velero: Velero's deletion never names them, so the deletion of any
+// snapshot it recorded for the backup deletes them (decideDeletion tells which). A source
+// without a UID has none that can be told apart from another backup's.
+func (s *Snapshotter) unreturnedOfBackup(ctx context.Context, region string, src *types.Snapshot) ([]foundSnapshot, error) {
+	uid := tagValue(src.Tags, TagBackupUID)
+	if uid == "" {
+		return nil, nil
+	}
+	c, err := s.clients(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagBackupUID, uid), tagFilter(TagRecorded, recordedPending)})
+	if err != nil {
+		return nil, fmt.Errorf("looking for the snapshots of backup UID %s in %s that Velero recorded as failed: %w", uid, region, err)
+	}
+	out := make([]foundSnapshot, 0, len(snaps))
+	for _, sn := range snaps {
+		out = append(out, found(region, locationCredentials, sn))
+	}
+	return out, nil
+}
+
 // markDeleting marks the source as being deleted, so that no tracker starts a copy of it
 // afterwards (a tracker reads its sources again after marking them for copies). A source EC2
 // no longer knows needs no mark; one EC2 refuses to tag is deleted all the same, after the
@@ -254,6 +281,15 @@ func (s *Snapshotter) probeUnlisted(ctx context.Context, t regionalSnapshot) (un
 func (s *Snapshotter) carryOut(ctx context.Context, plan deletionPlan, deadline time.Time) error {
 	for _, t := range plan.leave {
 		s.log.Infof("Left snapshot %s alone: %s", t, t.why)
+	}
+	var failed []error
+	for _, t := range plan.unreturned {
+		if err := s.deleteWithin(ctx, t, deadline); err != nil {
+			failed = append(failed, fmt.Errorf("%w (made by a CreateSnapshot that returned an error to Velero)", err))
+		}
+	}
+	if err := errors.Join(failed...); err != nil {
+		return fmt.Errorf("%w; the recorded snapshot and its copies are kept, so that a later deletion still finds them", err)
 	}
 	if src := plan.source; src != nil {
 		if err := s.deleteWithin(ctx, *src, deadline); err != nil {

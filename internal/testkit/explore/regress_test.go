@@ -195,6 +195,61 @@ var regressions = []struct {
 			w.deleteBackup(deleteByRecovery, -1, 0)
 		},
 	},
+	{
+		name:  "an operation EC2 refuses to list, after a CreateSnapshot Velero recorded as failed, waits and deletes the snapshot that call made",
+		want:  catRefusedSnapshotLeaked,
+		setup: onePV(setup{timeout: dayTimeout, seed: 12}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.failCreate(0)
+			w.faults = faults{{action: "DescribeSnapshots", effect: faultRefuse, every: 1}}
+			w.reconcile()
+			w.faults = nil
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; !strings.Contains(op.result, "deleted and not copied") {
+				t.Errorf("the operation ended with %q; want it to say the snapshot was deleted", op.result)
+			}
+		},
+	},
+	{
+		name:  "a timed-out operation whose one Cancel cannot reach EC2 leaves its failed CreateSnapshot's snapshot to the backup's deletion",
+		want:  catRefusedSnapshotLeaked,
+		setup: twoPVs(setup{timeout: time.Hour, seed: 13}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.create(0)
+			w.execute(1)
+			w.failCreate(1)
+			w.setDown(sourceRegion, true)
+			w.reconcile()
+			w.advance(time.Hour)
+			w.reconcile()
+			w.setDown(sourceRegion, false)
+		},
+	},
+	{
+		name:  "a backup deleted while an operation waits for its failed CreateSnapshot's snapshot deletes that snapshot too",
+		want:  catDeletedBeforeCleanup,
+		setup: twoPVs(setup{copyTo: true, timeout: time.Hour, seed: 14}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.execute(1)
+			w.failCreate(1)
+			w.create(0)
+			w.reconcile()
+			w.restart()
+			w.deleteBackup(deleteBySource, -1, 0)
+		},
+	},
+}
+
+// failCreate is PV i's CreateSnapshot taking effect while its answer is lost and the region
+// stays unreachable for the rest of the call: Velero records it as failed, with no snapshot ID.
+func (w *world) failCreate(i int) {
+	w.faults = faults{{action: "CreateSnapshot", effect: faultLoseThenDown, every: 1}}
+	w.create(i)
+	w.faults = nil
 }
 
 func TestRegressions(t *testing.T) {
