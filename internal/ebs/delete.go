@@ -113,6 +113,9 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 	if seen.sourceRegion == "" {
 		seen.sourceRegion = agreedSourceRegion(seen.copies)
 	}
+	if err := s.readSourceElsewhere(ctx, &seen); err != nil {
+		return seen, err
+	}
 	if seen.source == nil && seen.sourceRegion != "" && seen.sourceRegion != here {
 		src, ok, err := s.describeSnapshot(ctx, seen.sourceRegion, seen.sourceID)
 		if err != nil {
@@ -140,6 +143,28 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 		return seen, fmt.Errorf("%w; nothing deleted, so that no locked copy of %s is asked to go", err, seen.sourceID)
 	}
 	return seen, nil
+}
+
+// readSourceElsewhere looks for the recorded snapshot in the location's copyToRegion when
+// neither this region nor any copy places it: a recovery cluster's location in a backup's copy
+// region (copying back to the source region) is handed the source's ID, and a source whose copy
+// never started is found only there. A region that cannot be asked fails the read, naming the
+// source that may be left there. Without copyToRegion no other region is named, and EC2 not
+// knowing the ID here is taken for its deletion.
+func (s *Snapshotter) readSourceElsewhere(ctx context.Context, seen *deletionSeen) error {
+	other := s.cfg.CopyToRegion
+	if seen.source != nil || seen.recordedCopy != nil || seen.sourceRegion != "" || other == "" {
+		return nil
+	}
+	src, ok, err := s.describeSnapshot(ctx, other, seen.sourceID)
+	if err != nil {
+		return fmt.Errorf("%w; snapshot %s is not in %s and may be a source in %s, left there: nothing deleted, delete the backup again once %s answers",
+			err, seen.sourceID, seen.here, other, other)
+	}
+	if ok && tagValue(src.Tags, TagSourceSnapshotID) == "" {
+		seen.source, seen.sourceRegion = &src, other
+	}
+	return nil
 }
 
 // readCopies adds the copies of the source that regions hold, through the location's

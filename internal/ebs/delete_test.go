@@ -19,6 +19,7 @@ func TestDeleteSnapshot(t *testing.T) {
 	cp2 := copyOfSnap("snap-0000000c", src, types.SnapshotStatePending)
 	east := Config{Region: srcRegion, CopyToRegion: dstRegion}
 	west := Config{Region: dstRegion}
+	westBack := Config{Region: dstRegion, CopyToRegion: srcRegion}
 	tests := []struct {
 		name       string
 		cfg        Config
@@ -65,6 +66,22 @@ func TestDeleteSnapshot(t *testing.T) {
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b", "snap-0000000c"}},
 		{name: "copy-region location given the source ID", cfg: west, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b"}},
+		// A recovery cluster's location copying back to the source region: a source whose copy
+		// never started is found there, not taken for deleted.
+		{name: "copy-region location given a source with no copy deletes it in the region it copies back to", cfg: westBack, id: "snap-0000000a", east: []types.Snapshot{src},
+			wantEast: []string{"snap-0000000a"}},
+		{name: "copy-region location given a source with no copy, the source region down: nothing deleted, naming it", cfg: westBack, id: "snap-0000000a", east: []types.Snapshot{src},
+			setup:   func(f *fixture) { f.src().failNext(netErr()) },
+			wantErr: []string{"snap-0000000a in us-east-1", "nothing deleted"}},
+		{name: "copy-region location given a source with no copy, the source region failing once the copies are listed: nothing deleted, naming it", cfg: westBack, id: "snap-0000000a", east: []types.Snapshot{src},
+			setup: func(f *fixture) {
+				f.src().beforeDescribe = func(n int) {
+					if n == 1 {
+						f.src().failures = append(f.src().failures, netErr())
+					}
+				}
+			},
+			wantErr: []string{"snapshot snap-0000000a is not in us-west-2 and may be a source in us-east-1", "nothing deleted"}},
 		{name: "a snapshot of another backup tagged as a copy of the source is left alone", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src},
 			west:     []types.Snapshot{cp, retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagBackup, "another-tools-backup")},
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b"}},

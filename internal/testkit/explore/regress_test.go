@@ -183,7 +183,7 @@ var regressions = []struct {
 		},
 	},
 	{
-		name:  "a recovery cluster's deletion of a backup whose copy never started says deleted and leaves the source",
+		name:  "a recovery cluster's deletion of a backup whose copy never started deletes the source in the region it copies back to",
 		want:  catSourceLeaked,
 		setup: onePV(setup{copyTo: true, timeout: time.Hour, seed: 11}),
 		steps: func(w *world) {
