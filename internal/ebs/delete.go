@@ -51,12 +51,14 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 	var markedAt time.Time
 	unlisted := unlistedUnknown
 	for wait := firstLookAgain; ; {
+		// The decision's time is when the read began: what it saw is as old as that, however
+		// long its requests took (a copy asked for meanwhile may not be in it).
+		now := s.clock.Now()
 		seen, err := s.readDeletion(ctx, snapshotID)
 		if err != nil {
 			return err
 		}
 		seen.markedAt, seen.unlisted = markedAt, unlisted
-		now := s.clock.Now()
 		plan := decideDeletion(seen, policy, now)
 		switch {
 		case plan.refusal != "":
