@@ -256,6 +256,41 @@ func vaultCopyOf(id string, src types.Snapshot, kv ...string) types.Snapshot {
 	return retagged(copyOfSnap(id, src, types.SnapshotStateCompleted, owned(vaultAccount)), append([]string{TagSourceAccount, ownAccount}, kv...)...)
 }
 
+// A read of EC2 whose answers come slowly (throttling, retries) is as old as its start: a copy
+// a tracker asked for while it ran is waited for, though the listing lag has passed since the
+// mark by the time the read ends.
+func TestDeleteSnapshotSlowReadWaitsForACopyAskedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	f.src().add(src)
+	for _, r := range f.regions {
+		r.serveDescribe()
+		r.serveDelete()
+		r.serveTags()
+	}
+	const lag = 30 * time.Second
+	f.src().beforeDescribe = func(n int) {
+		if n == 2 { // the read after the mark: the tracker asks for the copy, then the read is slow
+			setTag(&f.src().snaps[0], TagCopyRequestedAt, f.clk.Now().UTC().Format(time.RFC3339))
+			f.clk.Step(lag + 10*time.Second)
+		}
+	}
+	f.dst().beforeDescribe = func(n int) {
+		if n == 2 { // EC2 lists the copy only to the read after that
+			f.dst().snaps = append(f.dst().snaps, copyOfSnap("snap-0000000b", src, types.SnapshotStatePending))
+		}
+	}
+	s := f.snapshotter(Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(lag))
+	err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
+	if !ok {
+		t.Fatal("DeleteSnapshot did not return")
+	}
+	wantErr(t, err)
+	if fmt.Sprint(f.dst().deleted) != "[snap-0000000b]" || fmt.Sprint(f.src().deleted) != "[snap-0000000a]" {
+		t.Errorf("deleted %v in %s and %v in %s, want the copy asked for during the read, and the source", f.dst().deleted, dstRegion, f.src().deleted, srcRegion)
+	}
+}
+
 // The decision alone: what a deletion deletes, keeps, leaves alone, marks and waits for, from
 // what it read, the location's policy and the time.
 func TestDecideDeletion(t *testing.T) {
