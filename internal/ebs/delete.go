@@ -29,8 +29,10 @@ const firstLookAgain = time.Second
 
 // DeleteSnapshot deletes a snapshot Velero recorded and every copy of it. The ID may name a
 // source in this location's region, or (for a location in the copy region, or one restoring
-// from the vault) a source elsewhere or a copy here: the tags lead from each to the others. A
-// piece already gone counts as deleted.
+// from the vault) a source elsewhere or a copy here: the tags lead from each to the others,
+// and a source no copy names is looked for in the location's copyToRegion. A piece already
+// gone counts as deleted. The backup's snapshots that Velero recorded as failed (its UID, still
+// marked recordedPending), which Velero's deletion never names, are deleted first.
 //
 // It reads EC2 (readDeletion), decides (decideDeletion), then acts, within deleteBudget. A
 // source whose copy may still start is first marked as being deleted, so that no tracker
