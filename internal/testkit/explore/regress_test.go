@@ -196,6 +196,32 @@ var regressions = []struct {
 		},
 	},
 	{
+		name:  "a recovery cluster's deletion of a backup whose copy never started, its source region down, fails naming that region",
+		want:  catSourceLeaked,
+		setup: onePV(setup{copyTo: true, timeout: time.Hour, seed: 15}),
+		steps: func(w *world) {
+			w.setDown(copyRegion, true)
+			w.runAll()
+			w.advance(time.Hour)
+			w.reconcile()
+			w.setDown(copyRegion, false)
+			w.setDown(sourceRegion, true)
+			w.deleteBackup(deleteByRecovery, -1, 0)
+			w.setDown(sourceRegion, false)
+		},
+		kept: func(t *testing.T, w *world) {
+			for _, line := range w.trace {
+				if strings.Contains(line, "velero: DeleteSnapshot "+w.ops[0].snapshotID) {
+					if !strings.Contains(line, sourceRegion) || !strings.Contains(line, "nothing deleted") {
+						t.Errorf("the recovery cluster's deletion says %q; want it to fail naming %s, nothing deleted", line, sourceRegion)
+					}
+					return
+				}
+			}
+			t.Error("the recovery cluster's deletion made no DeleteSnapshot call")
+		},
+	},
+	{
 		name:  "an operation EC2 refuses to list, after a CreateSnapshot Velero recorded as failed, waits and deletes the snapshot that call made",
 		want:  catRefusedSnapshotLeaked,
 		setup: onePV(setup{timeout: dayTimeout, seed: 12}),
