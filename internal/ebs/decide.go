@@ -44,11 +44,20 @@ type lookup struct {
 
 // decideUnresolved reports an operation whose snapshot the lookup did not resolve to one source:
 // several could be the recorded one, a place refused or could not answer, or none is listed.
-// p carries the call's Updated time and units.
+// A refusal fails the operation, unless Velero counts a failed native snapshot: that call may
+// have made this volume's snapshot, which nothing but this operation deletes, so it waits
+// (until EC2 answers, or Velero's item-operation timeout). p carries the call's Updated time
+// and units.
 func decideUnresolved(op Operation, st velerov1.BackupStatus, backupName string, l lookup, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
 	switch {
 	case l.view != nil:
 		return decideAmbiguous(op, l.res, cfg, p)
+	case len(l.refused) > 0 && st.VolumeSnapshotsAttempted > st.VolumeSnapshotsCompleted:
+		// A failed CreateSnapshot may have made this volume's snapshot all the same: only this
+		// operation would delete it, so it does not end before it has looked.
+		p.Description = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v; waiting, since Velero recorded %d of %d attempted native snapshots as failed "+
+			"and one may have been made for this volume all the same, to be deleted before this operation ends", op.VolumeID, op.Region, errors.Join(l.refused...),
+			st.VolumeSnapshotsAttempted-st.VolumeSnapshotsCompleted, st.VolumeSnapshotsAttempted)
 	case len(l.refused) > 0:
 		p.Completed = true
 		p.Err = fmt.Sprintf("EC2 refuses to list the snapshots of volume %s in %s: %v", op.VolumeID, op.Region, errors.Join(l.refused...))

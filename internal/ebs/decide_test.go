@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
@@ -62,6 +65,39 @@ func TestVaultAccountChecks(t *testing.T) {
 			if tt.wantWrong == "" && got.wrong != "" || !strings.Contains(got.wrong, tt.wantWrong) ||
 				tt.wantWait == "" && got.wait != "" || !strings.Contains(got.wait, tt.wantWait) {
 				t.Errorf("got %+v, want wrong %q, wait %q", got, tt.wantWrong, tt.wantWait)
+			}
+		})
+	}
+}
+
+// An operation whose snapshots EC2 refuses to list (an IAM policy without DescribeSnapshots):
+// it fails naming the refusal, unless Velero counts a failed native snapshot, which may have
+// been made for this volume and only this operation would delete: then it waits, saying why.
+func TestDecideRefusedListing(t *testing.T) {
+	refused := lookup{refused: []error{httpErr(403, ec2api.CodeUnauthorized)}}
+	op := Operation{Region: srcRegion, VolumeID: volA, Issued: t0}
+	tests := []struct {
+		name               string
+		attempted, made    int
+		wantCompleted      bool
+		wantErr, wantDescr string
+	}{
+		{name: "every native snapshot recorded: the operation fails naming the refusal", attempted: 2, made: 2,
+			wantCompleted: true, wantErr: "EC2 refuses to list the snapshots of volume " + volA},
+		{name: "a native snapshot failed: the operation waits to delete what it may have made", attempted: 2, made: 1,
+			wantDescr: "waiting, since Velero recorded 1 of 2 attempted native snapshots as failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := velerov1.BackupStatus{VolumeSnapshotsAttempted: tt.attempted, VolumeSnapshotsCompleted: tt.made}
+			p := decideUnresolved(op, st, backupName, refused, decideCfg{}, velero.OperationProgress{Updated: t0.Add(time.Hour)})
+			if p.Completed != tt.wantCompleted || !strings.Contains(p.Err, tt.wantErr) || !strings.Contains(p.Description, tt.wantDescr) ||
+				tt.wantErr == "" && p.Err != "" {
+				t.Errorf("got completed=%v err %q description %q; want completed=%v, err with %q, description with %q",
+					p.Completed, p.Err, p.Description, tt.wantCompleted, tt.wantErr, tt.wantDescr)
+			}
+			if !strings.Contains(p.Err+p.Description, ec2api.CodeUnauthorized) {
+				t.Errorf("%q does not name EC2's refusal", p.Err+p.Description)
 			}
 		})
 	}

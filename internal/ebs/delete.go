@@ -29,8 +29,10 @@ const firstLookAgain = time.Second
 
 // DeleteSnapshot deletes a snapshot Velero recorded and every copy of it. The ID may name a
 // source in this location's region, or (for a location in the copy region, or one restoring
-// from the vault) a source elsewhere or a copy here: the tags lead from each to the others. A
-// piece already gone counts as deleted.
+// from the vault) a source elsewhere or a copy here: the tags lead from each to the others,
+// and a source no copy names is looked for in the location's copyToRegion. A piece already
+// gone counts as deleted. The backup's snapshots that Velero recorded as failed (its UID, still
+// marked recordedPending), which Velero's deletion never names, are deleted first.
 //
 // It reads EC2 (readDeletion), decides (decideDeletion), then acts, within deleteBudget. A
 // source whose copy may still start is first marked as being deleted, so that no tracker
@@ -51,12 +53,14 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 	var markedAt time.Time
 	unlisted := unlistedUnknown
 	for wait := firstLookAgain; ; {
+		// The decision's time is when the read began: what it saw is as old as that, however
+		// long its requests took (a copy asked for meanwhile may not be in it).
+		now := s.clock.Now()
 		seen, err := s.readDeletion(ctx, snapshotID)
 		if err != nil {
 			return err
 		}
 		seen.markedAt, seen.unlisted = markedAt, unlisted
-		now := s.clock.Now()
 		plan := decideDeletion(seen, policy, now)
 		switch {
 		case plan.refusal != "":
@@ -113,6 +117,9 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 	if seen.sourceRegion == "" {
 		seen.sourceRegion = agreedSourceRegion(seen.copies)
 	}
+	if err := s.readSourceElsewhere(ctx, &seen); err != nil {
+		return seen, err
+	}
 	if seen.source == nil && seen.sourceRegion != "" && seen.sourceRegion != here {
 		src, ok, err := s.describeSnapshot(ctx, seen.sourceRegion, seen.sourceID)
 		if err != nil {
@@ -129,6 +136,9 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 		if seen.siblings, err = s.siblings(ctx, regionalSnapshot{seen.sourceRegion, seen.sourceID}, seen.source); err != nil {
 			return seen, err
 		}
+		if seen.unreturned, err = s.unreturnedOfBackup(ctx, seen.sourceRegion, seen.source); err != nil {
+			return seen, fmt.Errorf("%w; nothing deleted, so that a later deletion still finds them through %s", err, seen.sourceID)
+		}
 	}
 	if err := s.readVaultCopies(ctx, &seen); err != nil {
 		return seen, err
@@ -137,6 +147,28 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 		return seen, fmt.Errorf("%w; nothing deleted, so that no locked copy of %s is asked to go", err, seen.sourceID)
 	}
 	return seen, nil
+}
+
+// readSourceElsewhere looks for the recorded snapshot in the location's copyToRegion when
+// neither this region nor any copy places it: a recovery cluster's location in a backup's copy
+// region (copying back to the source region) is handed the source's ID, and a source whose copy
+// never started is found only there. A region that cannot be asked fails the read, naming the
+// source that may be left there. Without copyToRegion no other region is named, and EC2 not
+// knowing the ID here is taken for its deletion.
+func (s *Snapshotter) readSourceElsewhere(ctx context.Context, seen *deletionSeen) error {
+	other := s.cfg.CopyToRegion
+	if seen.source != nil || seen.recordedCopy != nil || seen.sourceRegion != "" || other == "" {
+		return nil
+	}
+	src, ok, err := s.describeSnapshot(ctx, other, seen.sourceID)
+	if err != nil {
+		return fmt.Errorf("%w; snapshot %s is not in %s and may be a source in %s, left there: nothing deleted, delete the backup again once %s answers",
+			err, seen.sourceID, seen.here, other, other)
+	}
+	if ok && tagValue(src.Tags, TagSourceSnapshotID) == "" {
+		seen.source, seen.sourceRegion = &src, other
+	}
+	return nil
 }
 
 // readCopies adds the copies of the source that regions hold, through the location's
@@ -201,6 +233,30 @@ func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src
 	return out, nil
 }
 
+// unreturnedOfBackup lists the snapshots in region carrying src's backup UID and still marked
+// as not returned to Velero: Velero's deletion never names them, so the deletion of any
+// snapshot it recorded for the backup deletes them (decideDeletion tells which). A source
+// without a UID has none that can be told apart from another backup's.
+func (s *Snapshotter) unreturnedOfBackup(ctx context.Context, region string, src *types.Snapshot) ([]foundSnapshot, error) {
+	uid := tagValue(src.Tags, TagBackupUID)
+	if uid == "" {
+		return nil, nil
+	}
+	c, err := s.clients(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagBackupUID, uid), tagFilter(TagRecorded, recordedPending)})
+	if err != nil {
+		return nil, fmt.Errorf("looking for the snapshots of backup UID %s in %s that Velero recorded as failed: %w", uid, region, err)
+	}
+	out := make([]foundSnapshot, 0, len(snaps))
+	for _, sn := range snaps {
+		out = append(out, found(region, locationCredentials, sn))
+	}
+	return out, nil
+}
+
 // markDeleting marks the source as being deleted, so that no tracker starts a copy of it
 // afterwards (a tracker reads its sources again after marking them for copies). A source EC2
 // no longer knows needs no mark; one EC2 refuses to tag is deleted all the same, after the
@@ -254,6 +310,15 @@ func (s *Snapshotter) probeUnlisted(ctx context.Context, t regionalSnapshot) (un
 func (s *Snapshotter) carryOut(ctx context.Context, plan deletionPlan, deadline time.Time) error {
 	for _, t := range plan.leave {
 		s.log.Infof("Left snapshot %s alone: %s", t, t.why)
+	}
+	var failed []error
+	for _, t := range plan.unreturned {
+		if err := s.deleteWithin(ctx, t, deadline); err != nil {
+			failed = append(failed, fmt.Errorf("%w (made by a CreateSnapshot that returned an error to Velero)", err))
+		}
+	}
+	if err := errors.Join(failed...); err != nil {
+		return fmt.Errorf("%w; the recorded snapshot and its copies are kept, so that a later deletion still finds them", err)
 	}
 	if src := plan.source; src != nil {
 		if err := s.deleteWithin(ctx, *src, deadline); err != nil {

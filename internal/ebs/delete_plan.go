@@ -61,6 +61,10 @@ type deletionSeen struct {
 	// siblings are the other snapshots of the CreateSnapshot call that made the source, when
 	// that call marked the source as the recorded one.
 	siblings []foundSnapshot
+	// unreturned are the snapshots in the source's region tagged with the source's backup UID
+	// and still marked recordedPending: made by CreateSnapshot calls of the backup that
+	// returned an error to Velero, which records no ID for them and so never deletes them.
+	unreturned []foundSnapshot
 	// locks are the lock states of the copies asked to be locked (TagVaultLock).
 	locks map[regionalSnapshot]types.LockState
 	// markedAt is when this deletion marked the source as being deleted; zero before.
@@ -100,10 +104,13 @@ type deletionPlan struct {
 	// latest; until then EC2 is read again. waitingFor says which.
 	waitUntil  time.Time
 	waitingFor string
-	// source is deleted first (nil when it is not this location's to delete); rest only once
-	// it is gone, so that a deletion failing half-way leaves what the next one needs.
-	source *deletionTarget
-	rest   []deletionTarget
+	// unreturned are deleted first: the backup's snapshots whose CreateSnapshot returned an
+	// error to Velero, found through the source's backup UID, so the source stays until they
+	// are gone. source is deleted next (nil when it is not this location's to delete); rest
+	// only once it is gone, so that a deletion failing half-way leaves what the next one needs.
+	unreturned []deletionTarget
+	source     *deletionTarget
+	rest       []deletionTarget
 	// keep are this backup's snapshots that stay (locked, or retained vault copies): tagged
 	// with when their backup was deleted, and logged. leave are snapshots that only look like
 	// this backup's: not touched, logged.
@@ -193,6 +200,8 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 			return deletionPlan{waitUntil: until, waitingFor: what}
 		}
 	}
+	unreturned, leave := seen.unreturnedOf(ours)
+	plan.unreturned, plan.leave = unreturned, append(plan.leave, leave...)
 	sourceRegion := cmp.Or(seen.sourceRegion, seen.here)
 	switch owner := otherSourceAccount(copies); {
 	case seen.source == nil && owner != "":
@@ -248,6 +257,29 @@ func (seen deletionSeen) backup() (b backupOf, refusal string) {
 	return backupOf{}, fmt.Sprintf("snapshot %s is not listed, and the snapshots tagged as its copies belong to different backups or source regions: %s; "+
 		"nothing deleted, since which are this backup's cannot be told (another tool or install tags snapshots with %s)",
 		seen.sourceID, strings.Join(which, "; "), TagSourceSnapshotID)
+}
+
+// unreturnedOf splits the unreturned snapshots the deletion read into those of backup b to
+// delete and those to leave alone: a copy, another backup's (by name or UID: another install,
+// or an earlier backup of the same name, whose CreateSnapshot calls may still be under way),
+// or the recorded source itself. Velero deletes a backup only once its item phase is over (it
+// refuses while the backup is in progress, and a server restart fails a backup that was), so
+// no CreateSnapshot call of b can still return one of its own to Velero: each goes, however
+// young.
+func (seen deletionSeen) unreturnedOf(b backupOf) (del, leave []deletionTarget) {
+	for _, u := range seen.unreturned {
+		t := tagMap(u.snap.Tags)
+		target := deletionTarget{regionalSnapshot: u.regionalSnapshot, via: u.via}
+		switch {
+		case u.id == seen.sourceID:
+		case b.uid == "" || t[TagBackupUID] != b.uid || t[TagBackup] != b.name || t[TagSourceSnapshotID] != "" || t[TagRecorded] != recordedPending:
+			target.why = fmt.Sprintf("it is marked %s=%s, but is not a snapshot of this deletion's %s", TagRecorded, recordedPending, b)
+			leave = append(leave, target)
+		default:
+			del = append(del, target)
+		}
+	}
+	return del, leave
 }
 
 // markTarget is the source to mark as being deleted: one not marked yet, with a target that

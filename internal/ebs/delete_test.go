@@ -19,6 +19,7 @@ func TestDeleteSnapshot(t *testing.T) {
 	cp2 := copyOfSnap("snap-0000000c", src, types.SnapshotStatePending)
 	east := Config{Region: srcRegion, CopyToRegion: dstRegion}
 	west := Config{Region: dstRegion}
+	westBack := Config{Region: dstRegion, CopyToRegion: srcRegion}
 	tests := []struct {
 		name       string
 		cfg        Config
@@ -65,12 +66,42 @@ func TestDeleteSnapshot(t *testing.T) {
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b", "snap-0000000c"}},
 		{name: "copy-region location given the source ID", cfg: west, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b"}},
+		// A recovery cluster's location copying back to the source region: a source whose copy
+		// never started is found there, not taken for deleted.
+		{name: "copy-region location given a source with no copy deletes it in the region it copies back to", cfg: westBack, id: "snap-0000000a", east: []types.Snapshot{src},
+			wantEast: []string{"snap-0000000a"}},
+		{name: "copy-region location given a source with no copy, the source region down: nothing deleted, naming it", cfg: westBack, id: "snap-0000000a", east: []types.Snapshot{src},
+			setup:   func(f *fixture) { f.src().failNext(netErr()) },
+			wantErr: []string{"snap-0000000a in us-east-1", "nothing deleted"}},
+		{name: "copy-region location given a source with no copy, the source region failing once the copies are listed: nothing deleted, naming it", cfg: westBack, id: "snap-0000000a", east: []types.Snapshot{src},
+			setup: func(f *fixture) {
+				f.src().beforeDescribe = func(n int) {
+					if n == 1 {
+						f.src().failures = append(f.src().failures, netErr())
+					}
+				}
+			},
+			wantErr: []string{"snapshot snap-0000000a is not in us-west-2 and may be a source in us-east-1", "nothing deleted"}},
 		{name: "a snapshot of another backup tagged as a copy of the source is left alone", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src},
 			west:     []types.Snapshot{cp, retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagBackup, "another-tools-backup")},
 			wantEast: []string{"snap-0000000a"}, wantWest: []string{"snap-0000000b"}},
 		{name: "without the source, snapshots tagged as its copies that disagree on their backup: nothing deleted", cfg: east, id: "snap-0000000a",
 			west:    []types.Snapshot{cp, retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagBackup, "another-tools-backup")},
 			wantErr: []string{"snap-0000000b in us-west-2", "snap-0000000d in us-west-2", "nothing deleted"}},
+		{name: "a snapshot of the backup Velero recorded as failed goes with it; another install's and one still being made stay", cfg: east, id: "snap-0000000a",
+			east: []types.Snapshot{src,
+				snapshot("snap-00000011", "vol-0123456789abcdef1", types.SnapshotStateCompleted, withTags(TagRecorded, recordedPending), startedAt(-time.Hour)),
+				snapshot("snap-00000012", "vol-0123456789abcdef1", types.SnapshotStateCompleted, withTags(TagRecorded, recordedPending, TagBackupUID, "uid-of-another-install"), startedAt(-time.Hour)),
+				snapshot("snap-00000013", "vol-0123456789abcdef2", types.SnapshotStateCompleted, withTags(TagRecorded, recordedReturned), startedAt(-time.Hour)),
+			}, west: []types.Snapshot{cp},
+			wantEast: []string{"snap-0000000a", "snap-00000011"}, wantWest: []string{"snap-0000000b"}},
+		{name: "a failed snapshot that cannot be deleted keeps the recorded one, to be found again", cfg: east, id: "snap-0000000a",
+			east: []types.Snapshot{src,
+				snapshot("snap-00000011", "vol-0123456789abcdef1", types.SnapshotStateCompleted, withTags(TagRecorded, recordedPending), startedAt(-time.Hour)),
+			}, west: []types.Snapshot{cp},
+			setup:    func(f *fixture) { f.src().deleteErr["snap-00000011"] = netErr() },
+			wantEast: []string{"snap-00000011"},
+			wantErr:  []string{"snap-00000011 in us-east-1", "returned an error to Velero", "recorded snapshot and its copies are kept"}},
 		{name: "a region that cannot be asked for copies: nothing deleted", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			setup:   func(f *fixture) { f.dst().failNext(httpErr(503, "Unavailable")) },
 			wantErr: []string{"us-west-2", "nothing deleted"}},
@@ -225,6 +256,41 @@ func vaultCopyOf(id string, src types.Snapshot, kv ...string) types.Snapshot {
 	return retagged(copyOfSnap(id, src, types.SnapshotStateCompleted, owned(vaultAccount)), append([]string{TagSourceAccount, ownAccount}, kv...)...)
 }
 
+// A read of EC2 whose answers come slowly (throttling, retries) is as old as its start: a copy
+// a tracker asked for while it ran is waited for, though the listing lag has passed since the
+// mark by the time the read ends.
+func TestDeleteSnapshotSlowReadWaitsForACopyAskedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	src := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	f.src().add(src)
+	for _, r := range f.regions {
+		r.serveDescribe()
+		r.serveDelete()
+		r.serveTags()
+	}
+	const lag = 30 * time.Second
+	f.src().beforeDescribe = func(n int) {
+		if n == 2 { // the read after the mark: the tracker asks for the copy, then the read is slow
+			setTag(&f.src().snaps[0], TagCopyRequestedAt, f.clk.Now().UTC().Format(time.RFC3339))
+			f.clk.Step(lag + 10*time.Second)
+		}
+	}
+	f.dst().beforeDescribe = func(n int) {
+		if n == 2 { // EC2 lists the copy only to the read after that
+			f.dst().snaps = append(f.dst().snaps, copyOfSnap("snap-0000000b", src, types.SnapshotStatePending))
+		}
+	}
+	s := f.snapshotter(Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(lag))
+	err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
+	if !ok {
+		t.Fatal("DeleteSnapshot did not return")
+	}
+	wantErr(t, err)
+	if fmt.Sprint(f.dst().deleted) != "[snap-0000000b]" || fmt.Sprint(f.src().deleted) != "[snap-0000000a]" {
+		t.Errorf("deleted %v in %s and %v in %s, want the copy asked for during the read, and the source", f.dst().deleted, dstRegion, f.src().deleted, srcRegion)
+	}
+}
+
 // The decision alone: what a deletion deletes, keeps, leaves alone, marks and waits for, from
 // what it read, the location's policy and the time.
 func TestDecideDeletion(t *testing.T) {
@@ -245,6 +311,15 @@ func TestDecideDeletion(t *testing.T) {
 	otherBackup := retagged(copyOfSnap("snap-0000000c", src, types.SnapshotStateCompleted), TagBackup, "another-backup")
 	otherRegion := retagged(copyOfSnap("snap-0000000d", src, types.SnapshotStateCompleted), TagSourceRegion, "eu-west-1")
 	otherUID := retagged(copyOfSnap("snap-0000000e", src, types.SnapshotStateCompleted), TagBackupUID, "uid-of-another-install")
+	failedCreate := snapshot("snap-00000010", "vol-0123456789abcdef1", types.SnapshotStateCompleted, withTags(TagRecorded, recordedPending))
+	noUID := retagged(src, TagBackupUID, "")
+	inSrc := func(snaps ...types.Snapshot) []foundSnapshot {
+		var out []foundSnapshot
+		for _, s := range snaps {
+			out = append(out, found(srcRegion, locationCredentials, s))
+		}
+		return out
+	}
 	inDst := func(via credentialsOf, snaps ...types.Snapshot) []foundSnapshot {
 		var out []foundSnapshot
 		for _, s := range snaps {
@@ -344,6 +419,24 @@ func TestDecideDeletion(t *testing.T) {
 		{name: "a source with its copy listed needs no mark",
 			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp)},
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		// Snapshots of the backup whose CreateSnapshot returned an error to Velero: Velero names
+		// none of them, so the deletion of the snapshots it recorded deletes them, first.
+		{name: "a snapshot of the backup Velero recorded as failed goes first",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedCreate)}, now: time.Hour,
+			want: "first snap-00000010 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		// Velero deletes a backup only after its item phase: no call of it can still return one.
+		{name: "a snapshot of the backup Velero recorded as failed moments ago goes too",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedCreate)}, now: time.Second,
+			want: "first snap-00000010 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a failed snapshot of another backup of the same name (another install's UID) is left alone",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedCreate, TagBackupUID, "uid-of-another-install"))}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a failed snapshot tagged with another backup's name is left alone",
+			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedCreate, TagBackup, "weekly"))}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "without the source's UID no failed snapshot can be told as the backup's",
+			seen: deletionSeen{source: &noUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedCreate)}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -376,7 +469,13 @@ func planText(p deletionPlan) string {
 	case !p.waitUntil.IsZero():
 		return "wait until " + p.waitUntil.UTC().Format(time.RFC3339)
 	}
-	var parts []string
+	var parts, first []string
+	for _, t := range p.unreturned {
+		first = append(first, t.String())
+	}
+	if len(first) > 0 {
+		parts = append(parts, "first "+strings.Join(first, ","))
+	}
 	if p.source != nil {
 		parts = append(parts, "delete "+p.source.String())
 	}

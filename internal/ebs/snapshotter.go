@@ -115,7 +115,7 @@ func laterMarks(withCopy, withVault bool) int {
 // CreateSnapshot starts a snapshot of the volume and returns its ID at once. It makes exactly
 // one snapshot: EC2's per-volume limits are waited out with bounded patience, and after a
 // failure that may have taken effect the snapshot is looked up, by a token only this call's
-// requests carry, before it is requested again. When more than one request may have made a
+// requests carry, before it is requested again, within the same patience. When more than one request may have made a
 // snapshot, the one returned is marked as Velero's, so the tracker deletes the others. A volume
 // on an AWS Outpost is refused before any snapshot is requested.
 func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veleroTags map[string]string) (string, error) {
@@ -177,12 +177,18 @@ func (s *Snapshotter) supported(volumeID string, vol types.Volume) error {
 }
 
 // createOnce sends in until EC2 accepts it or a look-up by token finds what an earlier request
-// made. mayHaveMade counts the requests that may have made a snapshot.
+// made. mayHaveMade counts the requests that may have made a snapshot. The SDK's retryer
+// rides out throttling within each request; between two requests whose outcome is unknown the
+// snapshot is looked up, and no request is sent whose look-up would outlast the create
+// patience: then the call fails, naming the last answer and the token a snapshot it may have
+// made carries (marked recordedPending, so the backup's operation deletes it).
 func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.CreateSnapshotInput, token string) (id string, mayHaveMade int, err error) {
 	volumeID := aws.ToString(in.VolumeId)
 	deadline := s.clock.Now().Add(s.createPatience)
-	// lookUp: a request may have taken effect and its snapshot was not seen yet.
+	// lookUp: a request may have taken effect and its snapshot was not seen yet; unanswered is
+	// the last ambiguous answer.
 	lookUp := false
+	var unanswered error
 	for {
 		if lookUp {
 			id, known, err := s.awaitSnapshot(ctx, c, volumeID, token)
@@ -193,8 +199,11 @@ func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.Crea
 				return id, mayHaveMade, nil
 			}
 			lookUp = !known
-			if lookUp && s.clock.Now().After(deadline) {
+			switch {
+			case lookUp && s.clock.Now().After(deadline):
 				return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: the outcome of a request is unknown and EC2 could not be asked for %s", volumeID, s.cfg.Region, s.createPatience)
+			case !lookUp && s.clock.Now().Add(s.listingLag).After(deadline):
+				return "", mayHaveMade, s.unansweredError(volumeID, token, mayHaveMade, unanswered)
 			}
 			continue
 		}
@@ -206,7 +215,7 @@ func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.Crea
 		switch code := ec2api.Code(err); {
 		case ec2api.IsAmbiguous(err):
 			s.log.WithField("volumeID", volumeID).WithError(err).Warn("CreateSnapshot may have taken effect; looking for the snapshot before trying again")
-			lookUp = true
+			lookUp, unanswered = true, err
 			mayHaveMade++
 			continue
 		case code == ec2api.CodeSnapshotCreationPerVolumeRateExceeded:
@@ -230,6 +239,14 @@ func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.Crea
 			return "", mayHaveMade, err
 		}
 	}
+}
+
+// unansweredError says why CreateSnapshot gives up after requests whose outcome stayed
+// unknown for the create patience, and how a snapshot one of them may have made is found.
+func (s *Snapshotter) unansweredError(volumeID, token string, requests int, last error) error {
+	return fmt.Errorf("creating a snapshot of volume %s in %s: %d requests in %s got no answer or a server error, and EC2 lists no snapshot made by them; "+
+		"one may still appear, tagged %s=%s and %s=%s, and the backup's operation deletes it: %w",
+		volumeID, s.cfg.Region, requests, s.createPatience, TagCreateToken, token, TagRecorded, recordedPending, last)
 }
 
 // markReturned marks the snapshot about to be returned to Velero as returned (recordedTrue

@@ -197,6 +197,11 @@ func TestCreateSnapshotRetries(t *testing.T) {
 		{name: "no answer, lookup fails first, then finds it", create: []error{netErr()}, listed: true,
 			lookupFails: []error{netErr(), httpErr(503, ec2api.CodeRequestLimitExceeded)}, wantID: "snap-00000001", wantCreates: 1},
 		{name: "500 and not made", create: []error{httpErr(500, "InternalError"), nil}, wantID: "snap-00000002", wantCreates: 2, wantMark: recordedTrue},
+		// Every request answered 5xx and none made a snapshot: the call stops within its patience.
+		{name: "500 every time gives up within the patience", create: []error{httpErr(500, "InternalError")}, patience: 2 * time.Minute,
+			wantErr: []string{volA, srcRegion, "in 2m0s got no answer or a server error", TagCreateToken, "the backup's operation deletes it", "InternalError"}},
+		{name: "no answer every time gives up within the patience", create: []error{netErr()}, patience: 2 * time.Minute,
+			wantErr: []string{volA, "got no answer or a server error", TagRecorded + "=" + recordedPending}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

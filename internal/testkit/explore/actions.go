@@ -153,7 +153,8 @@ type deletionKind string
 const (
 	deleteBySource deletionKind = "source cluster"
 	deleteByGC     deletionKind = "garbage collection"
-	// deleteByRecovery is a recovery cluster whose location of the same name is in the copy region.
+	// deleteByRecovery is a recovery cluster whose location of the same name is in the copy
+	// region, with copyToRegion back to the source region.
 	deleteByRecovery deletionKind = "recovery cluster (copy-region location)"
 	// deleteByVaultRecovery is a recovery cluster restoring from the vault: the vault region, the vault's credentials.
 	deleteByVaultRecovery deletionKind = "recovery cluster (restore-from-vault location)"
@@ -164,8 +165,10 @@ const (
 func (w *world) deleter(kind deletionKind) (s *ebs.Snapshotter, reachesAll bool) {
 	switch kind {
 	case deleteByRecovery:
+		// As the README's disaster-recovery setup and the e2e drill have it: the copy region,
+		// copying back to the source region.
 		cfg := w.cfg
-		cfg.Region, cfg.CopyToRegion = copyRegion, ""
+		cfg.Region, cfg.CopyToRegion = copyRegion, sourceRegion
 		return w.newSnapshotter(cfg, w.regional("recovery", sourceAccount, true), false), true
 	case deleteByVaultRecovery:
 		cfg, _ := ebs.ParseConfig(map[string]string{ebs.ConfigRegion: w.setup.vaultRegion})

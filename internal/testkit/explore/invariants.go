@@ -262,6 +262,12 @@ func (w *world) checkDeleted() {
 			// Velero deleted the backup before it asked for the operation's progress: nothing
 			// told the plugin of this snapshot, whose ID Velero never had.
 			w.logf("left: %s of %s, whose CreateSnapshot failed, deleted before any Progress", s.ID, op.pv)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && (op.deletedWhileOpen || op.result == "timed out") && w.recordedOne() == nil:
+			// Velero deleted the backup while the operation waited out the create window, or
+			// its one Cancel could not reach EC2, and it recorded no snapshot of this plugin
+			// for the backup: its deletion calls no DeleteSnapshot of this plugin, and no call
+			// of the plugin is made for the backup any more.
+			w.logf("left: %s of %s, whose CreateSnapshot failed, with no snapshot of this plugin recorded for the backup and no call of the plugin to come", s.ID, op.pv)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.state == opFailed && !strings.Contains(op.result, "deleted and not copied"):
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
