@@ -90,7 +90,8 @@ func WithCopyLimit(n int) Option { return func(s *settings) { s.copyLimit = n } 
 // list is waited for, when Velero's backup status cannot tell that it was never taken (default 15 min).
 func WithNotFoundGrace(d time.Duration) Option { return func(s *settings) { s.notFoundGrace = d } }
 
-// WithCreatePatience bounds how long CreateSnapshot rides out EC2's per-volume limits (default 10 min).
+// WithCreatePatience bounds how long CreateSnapshot rides out EC2's per-volume limits and answers
+// it cannot read (5xx, answers lost), looking the snapshot up between requests (default 10 min).
 func WithCreatePatience(d time.Duration) Option { return func(s *settings) { s.createPatience = d } }
 
 // WithListingLag sets how long EC2 may take to list a snapshot or copy it has just made
