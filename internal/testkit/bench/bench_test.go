@@ -164,3 +164,31 @@ func TestBaselinesComplete(t *testing.T) {
 		t.Errorf("blocking makespan %.1fs too short for %d serial volumes", blocking.Makespan, sc.Volumes)
 	}
 }
+
+// The call model allows each volume its recorded mark once, in the item phase, and counts only
+// the CreateTags of the reconciles as copy batches.
+func TestCallModel(t *testing.T) {
+	tests := []struct {
+		name                      string
+		itemPhaseTags, reconTags  int
+		wantBatches, wantModelMax int
+	}{
+		// 200 volumes × 4, 40 reconciles × 3, 12 batches × 2
+		{name: "one mark per volume and 12 batches", itemPhaseTags: 200, reconTags: 12, wantBatches: 12, wantModelMax: 800 + 120 + 24},
+		// marking each snapshot twice is 200 calls beyond the model, not 200 batches
+		{name: "a second mark per volume is not a batch", itemPhaseTags: 400, reconTags: 12, wantBatches: 12, wantModelMax: 944},
+		{name: "no copy started", itemPhaseTags: 200, wantModelMax: 920},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Result{Volumes: 200, Reconciles: 40, Calls: map[string]int{"CreateTags": tc.itemPhaseTags + tc.reconTags},
+				ItemPhaseCalls: map[string]int{"CreateTags": tc.itemPhaseTags}}
+			if got := copyBatches(r); got != tc.wantBatches {
+				t.Errorf("copy batches %d, want %d", got, tc.wantBatches)
+			}
+			if got := callModel(r); got != tc.wantModelMax {
+				t.Errorf("call model %d, want %d", got, tc.wantModelMax)
+			}
+		})
+	}
+}

@@ -72,14 +72,14 @@ func (rep *Report) printGrowth(w io.Writer) {
 	g := rep.GrowthScenario
 	fmt.Fprintf(w, "\nThe plugin as N grows (snapshots %s, copies %s, sync period %s):\n", &g.Snapshots, &g.Copies, g.SyncPeriod)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\trates\tEC2 calls\tper volume\treconciles\tcall model\tthrottled\tfailed ops\tmakespan\tpeak plugin mem\tProgress/op median\tbusiest\tlongest reconcile\t")
+	fmt.Fprintln(tw, "N\trates\tEC2 calls\tper volume\treconciles\tcopy batches\tcall model\tthrottled\tfailed ops\tmakespan\tpeak plugin mem\tProgress/op median\tbusiest\tlongest reconcile\t")
 	for _, r := range rep.Growth {
-		fmt.Fprintf(tw, "%d\t%g×\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%.2f ms\t%.2f ms\t%.1fs\t\n", r.Volumes, r.ThrottleScale, r.TotalCalls,
-			r.CallsPerVolume(), r.Reconciles, callModel(r), r.Throttled, r.FailedOps, r.Makespan, memory(r),
+		fmt.Fprintf(tw, "%d\t%g×\t%d\t%.2f\t%d\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%.2f ms\t%.2f ms\t%.1fs\t\n", r.Volumes, r.ThrottleScale, r.TotalCalls,
+			r.CallsPerVolume(), r.Reconciles, copyBatches(r), callModel(r), r.Throttled, r.FailedOps, r.Makespan, memory(r),
 			r.ProgressPerOp, r.ProgressPerOpBusiest, r.LongestReconcile)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "  call model: 3N + 3×reconciles + 2×copy batches (see the targets). rates: EC2's request rates and bursts as a multiple of AWS's. Progress/op: the time of one reconcile's Progress calls"+
+	fmt.Fprintln(w, "  call model: "+callModelText+" (see the targets); copy batches: the CreateTags after the item phase. rates: EC2's request rates and bursts as a multiple of AWS's. Progress/op: the time of one reconcile's Progress calls"+
 		" (made one after another, the first one starting the reconcile's plugin process) divided by the operations open; the median"+
 		" over the backup's reconciles, and for its busiest reconcile (the most operations open)")
 }
