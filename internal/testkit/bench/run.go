@@ -114,7 +114,8 @@ const (
 	SectionGrowth = "growth"
 	// SectionSchedules is several schedules' backups waiting at once.
 	SectionSchedules = "schedules"
-	// SectionRestore is a large restore in the copy region.
+	// SectionRestore is a large restore in the copy region, without and with a provisioned
+	// initialization rate.
 	SectionRestore = "restore"
 	// SectionStorm is one backup at 10% of AWS's request rates.
 	SectionStorm = "storm"
@@ -174,8 +175,8 @@ func (r Runner) runSection(ctx context.Context, section string, o Options, rep *
 		return err
 	case SectionRestore:
 		res, err := step(o.Progress, fmt.Sprintf("restore of %d volumes", o.Restore.Volumes),
-			func() (Result, error) { return r.RunRestore(ctx, o.Restore) })
-		rep.Restore = &RestoreRun{Scenario: o.Restore, Result: res}
+			func() (RestoreRuns, error) { return r.RunRestore(ctx, o.Restore) })
+		rep.Restore = &RestoreRun{Scenario: o.Restore, Runs: res}
 		return err
 	case SectionStorm:
 		res, err := step(o.Progress, fmt.Sprintf("storm, N=%d at %g× AWS's rates", o.Storm.Volumes, o.Storm.ThrottleScale),
