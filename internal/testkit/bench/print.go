@@ -117,7 +117,7 @@ func (rep *Report) printRestore(w io.Writer) {
 		return
 	}
 	s, runs := rep.Restore.Scenario, rep.Restore.Runs
-	fmt.Fprintf(w, "\nRestore: %d volumes of %s GiB restored at once in %s from their copies, each available %s after CreateVolume, sync period %s, EC2 at %g× AWS's rates;"+
+	fmt.Fprintf(w, "\nRestore: %d volumes of %s restored at once in %s from their copies, each available %s after CreateVolume, sync period %s, EC2 at %g× AWS's rates;"+
 		" without and with volumeInitializationRate %d MiB/s; initialization %g× faster than on EBS, in the bounds too (nothing else is scaled)\n",
 		s.Volumes, sizeMix(s.SizesGiB), rig.CopyRegion, &s.Available, s.SyncPeriod, s.ThrottleScale, s.InitializationRate, s.timeScale())
 	fmt.Fprintf(w, "Bounds: available %s (CreateVolume issue time at 100 burst + 5/s, + the longest time a volume takes to become available);"+
@@ -141,12 +141,12 @@ func (rep *Report) printRestore(w io.Writer) {
 	printCalls(w, labelled)
 }
 
-// sizeMix describes volume sizes: "10–200 (20 sizes in turn)", or the one size.
+// sizeMix describes volume sizes: "10–200 GiB (20 sizes in turn)", or the one size.
 func sizeMix(sizes []int32) string {
 	if len(sizes) == 1 {
-		return fmt.Sprint(sizes[0])
+		return fmt.Sprintf("%d GiB", sizes[0])
 	}
-	return fmt.Sprintf("%d–%d (%d sizes in turn)", slices.Min(sizes), slices.Max(sizes), len(sizes))
+	return fmt.Sprintf("%d–%d GiB (%d sizes in turn)", slices.Min(sizes), slices.Max(sizes), len(sizes))
 }
 
 func (rep *Report) printStorm(w io.Writer) {
