@@ -2,11 +2,16 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 func TestLowerBound(t *testing.T) {
@@ -162,5 +167,112 @@ func TestBaselinesComplete(t *testing.T) {
 	// serial: scaling to N multiplies the measured time by N/2
 	if blocking.Makespan.Duration() < time.Duration(sc.Volumes/2)*(sc.Snapshots.Min.Duration+sc.Copies.Min.Duration) {
 		t.Errorf("blocking makespan %.1fs too short for %d serial volumes", blocking.Makespan, sc.Volumes)
+	}
+}
+
+// The call model allows each volume its recorded mark once, in the item phase, and counts only
+// the CreateTags of the reconciles as copy batches.
+func TestCallModel(t *testing.T) {
+	tests := []struct {
+		name                      string
+		itemPhaseTags, reconTags  int
+		wantBatches, wantModelMax int
+	}{
+		// 200 volumes × 4, 40 reconciles × 3, 12 batches × 2
+		{name: "one mark per volume and 12 batches", itemPhaseTags: 200, reconTags: 12, wantBatches: 12, wantModelMax: 800 + 120 + 24},
+		// marking each snapshot twice is 200 calls beyond the model, not 200 batches
+		{name: "a second mark per volume is not a batch", itemPhaseTags: 400, reconTags: 12, wantBatches: 12, wantModelMax: 944},
+		{name: "no copy started", itemPhaseTags: 200, wantModelMax: 920},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Result{Volumes: 200, Reconciles: 40, Calls: map[string]int{"CreateTags": tc.itemPhaseTags + tc.reconTags},
+				ItemPhaseCalls: map[string]int{"CreateTags": tc.itemPhaseTags}}
+			if got := copyBatches(r); got != tc.wantBatches {
+				t.Errorf("copy batches %d, want %d", got, tc.wantBatches)
+			}
+			if got := callModel(r); got != tc.wantModelMax {
+				t.Errorf("call model %d, want %d", got, tc.wantModelMax)
+			}
+		})
+	}
+}
+
+func TestRestoreInitializedBound(t *testing.T) {
+	tests := []struct {
+		name string
+		s    func(*Restore)
+		rate int
+		want time.Duration
+	}{
+		// 90 s to available, then 200 GiB at 300 MiB/s (682.67 s) ÷ 60
+		{name: "provisioned rate", rate: 300, want: 90*time.Second + 200*1024*time.Second/300/60},
+		// 200 GiB at the simulator's default 50 MiB/s: 4,096 s ÷ 60
+		{name: "default rate", want: 90*time.Second + 200*1024*time.Second/50/60},
+		{name: "EBS's time", s: func(s *Restore) { s.InitializationTimeScale = 1 }, rate: 300, want: 90*time.Second + 200*1024*time.Second/300},
+		{name: "the largest volume binds", s: func(s *Restore) { s.SizesGiB = []int32{300, 30} }, rate: 300, want: 90*time.Second + 300*1024*time.Second/300/60},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := StandardRestore()
+			if tc.s != nil {
+				tc.s(&s)
+			}
+			if got := s.InitializedBound(tc.rate); got != tc.want {
+				t.Errorf("bound %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// The bench sees a restored volume fully initialized only once DescribeVolumeStatus says 100%,
+// and gives up, naming how many are not, past its deadline.
+func TestAwaitInitialized(t *testing.T) {
+	srv, err := ec2sim.Start(ec2sim.Config{SnapshotDuration: ec2sim.Fixed(10 * time.Millisecond), VolumeCreateDuration: ec2sim.Fixed(10 * time.Millisecond),
+		InitializationTimeScale: 100, Unthrottled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close() }()
+	ctx := context.Background()
+	c := rig.NewEC2(srv.URL, "us-east-1")
+	src := srv.Sim.AddVolumes("us-east-1", ec2sim.VolumeSpec{AvailabilityZone: "us-east-1a", SizeGiB: 3})
+	snap, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(src[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	tests := []struct {
+		name string
+		rate *int32
+		// within is how long the bench may wait; initializes how long the volume takes
+		within, initializes time.Duration
+		wantErr             string
+	}{
+		{name: "at 300 MiB/s", rate: aws.Int32(300), within: time.Second, initializes: 10*time.Millisecond + 3*1024*time.Second/300/100},
+		{name: "past the deadline", within: 50 * time.Millisecond, wantErr: "1 of 1 restored volumes not fully initialized"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			out, err := c.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String("us-east-1a"), SnapshotId: snap.SnapshotId,
+				VolumeInitializationRate: tc.rate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, err := awaitInitialized(ctx, c, []string{aws.ToString(out.VolumeId)}, start.Add(tc.within))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%v, want an error saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := at.Sub(start); took < tc.initializes {
+				t.Errorf("fully initialized after %s, before the %s it takes", took, tc.initializes)
+			}
+		})
 	}
 }

@@ -44,6 +44,14 @@ func (b bucket) issueTime(n int) time.Duration {
 	return Seconds(math.Max(0, float64(n)-b.burst) / b.rate).Duration()
 }
 
+// refillTime is how long the bucket takes to fill up from empty.
+func (b bucket) refillTime() time.Duration {
+	if b.unthrottled() {
+		return 0
+	}
+	return Seconds(b.burst / b.rate).Duration()
+}
+
 // serialIssue is the earliest end of each of a sequence of item phases that draw from the
 // bucket, full at time 0: phase k starts at starts[k] or when phase k-1 ends, whichever is
 // later (Velero's backup controller runs one backup at a time), and issues sizes[k] requests.

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
@@ -72,14 +73,14 @@ func (rep *Report) printGrowth(w io.Writer) {
 	g := rep.GrowthScenario
 	fmt.Fprintf(w, "\nThe plugin as N grows (snapshots %s, copies %s, sync period %s):\n", &g.Snapshots, &g.Copies, g.SyncPeriod)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\trates\tEC2 calls\tper volume\treconciles\tcall model\tthrottled\tfailed ops\tmakespan\tpeak plugin mem\tProgress/op median\tbusiest\tlongest reconcile\t")
+	fmt.Fprintln(tw, "N\trates\tEC2 calls\tper volume\treconciles\tcopy batches\tcall model\tthrottled\tfailed ops\tmakespan\tpeak plugin mem\tProgress/op median\tbusiest\tlongest reconcile\t")
 	for _, r := range rep.Growth {
-		fmt.Fprintf(tw, "%d\t%g×\t%d\t%.2f\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%.2f ms\t%.2f ms\t%.1fs\t\n", r.Volumes, r.ThrottleScale, r.TotalCalls,
-			r.CallsPerVolume(), r.Reconciles, callModel(r), r.Throttled, r.FailedOps, r.Makespan, memory(r),
+		fmt.Fprintf(tw, "%d\t%g×\t%d\t%.2f\t%d\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%.2f ms\t%.2f ms\t%.1fs\t\n", r.Volumes, r.ThrottleScale, r.TotalCalls,
+			r.CallsPerVolume(), r.Reconciles, copyBatches(r), callModel(r), r.Throttled, r.FailedOps, r.Makespan, memory(r),
 			r.ProgressPerOp, r.ProgressPerOpBusiest, r.LongestReconcile)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "  call model: 3N + 3×reconciles + 2×copy batches (see the targets). rates: EC2's request rates and bursts as a multiple of AWS's. Progress/op: the time of one reconcile's Progress calls"+
+	fmt.Fprintln(w, "  call model: "+callModelText+" (see the targets); copy batches: the CreateTags after the item phase. rates: EC2's request rates and bursts as a multiple of AWS's. Progress/op: the time of one reconcile's Progress calls"+
 		" (made one after another, the first one starting the reconcile's plugin process) divided by the operations open; the median"+
 		" over the backup's reconciles, and for its busiest reconcile (the most operations open)")
 }
@@ -115,13 +116,37 @@ func (rep *Report) printRestore(w io.Writer) {
 	if rep.Restore == nil {
 		return
 	}
-	s, r := rep.Restore.Scenario, rep.Restore.Result
-	fmt.Fprintf(w, "\nRestore: %d volumes restored at once in %s from their copies, each available %s after CreateVolume, sync period %s, EC2 at %g× AWS's rates\n",
-		s.Volumes, rig.CopyRegion, &s.Available, s.SyncPeriod, s.ThrottleScale)
-	fmt.Fprintf(w, "Lower bound: %s (CreateVolume issue time at 100 burst + 5/s, + the longest time a volume takes to become available)\n\n",
-		s.LowerBound().Round(boundRounding))
-	printResults(w, []Result{r})
-	printCalls(w, []Result{r})
+	s, runs := rep.Restore.Scenario, rep.Restore.Runs
+	fmt.Fprintf(w, "\nRestore: %d volumes of %s restored at once in %s from their copies, each available %s after CreateVolume, sync period %s, EC2 at %g× AWS's rates;"+
+		" without and with volumeInitializationRate %d MiB/s; initialization %g× faster than on EBS, in the bounds too (nothing else is scaled)\n",
+		s.Volumes, sizeMix(s.SizesGiB), rig.CopyRegion, &s.Available, s.SyncPeriod, s.ThrottleScale, s.InitializationRate, s.timeScale())
+	fmt.Fprintf(w, "Bounds: available %s (CreateVolume issue time at 100 burst + 5/s, + the longest time a volume takes to become available);"+
+		" fully initialized: that + the largest volume (%d GiB) ÷ the rate ÷ %g (the default rate is the simulator's %d MiB/s model of lazy loading)\n\n",
+		s.LowerBound().Round(boundRounding), slices.Max(s.SizesGiB), s.timeScale(), ec2sim.DefaultInitializationRate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "initialization rate\tN\tavailable\tbound\tratio\tfully initialized\tbound\tratio\ton EBS (bound)\tEC2 calls\tthrottled\tfailed ops\tpeak plugin mem\treconciles\tlongest reconcile\t")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%.1fs\t%.2f\t%.1fs\t%.1fs\t%.2f\t%s\t%d\t%d\t%d\t%s\t%d\t%.1fs\t\n", rateLabel(r.InitializationRate), r.Volumes,
+			r.Makespan, r.Bound, r.Ratio, r.Initialized, r.InitializedBound, r.InitializedRatio,
+			s.ebsInitializedBound(r.InitializationRate).Round(time.Second), r.TotalCalls, r.Throttled, r.FailedOps, memory(r.Result), r.Reconciles, r.LongestReconcile)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "  available: until the restore completes; fully initialized: until DescribeVolumeStatus reports every volume 100%%, polled by the bench every %s;"+
+		" on EBS (bound): the bound of fully initialized at EBS's own initialization time\n", initializationPoll)
+	labelled := make([]Result, len(runs))
+	for i, r := range runs {
+		labelled[i] = r.Result
+		labelled[i].Strategy = rateLabel(r.InitializationRate)
+	}
+	printCalls(w, labelled)
+}
+
+// sizeMix describes volume sizes: "10–200 GiB (20 sizes in turn)", or the one size.
+func sizeMix(sizes []int32) string {
+	if len(sizes) == 1 {
+		return fmt.Sprintf("%d GiB", sizes[0])
+	}
+	return fmt.Sprintf("%d–%d GiB (%d sizes in turn)", slices.Min(sizes), slices.Max(sizes), len(sizes))
 }
 
 func (rep *Report) printStorm(w io.Writer) {

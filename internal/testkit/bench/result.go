@@ -25,6 +25,9 @@ type Result struct {
 	// Calls counts EC2 responses per action (scaled like Makespan); TotalCalls sums them.
 	Calls      map[string]int `json:"ec2Calls"`
 	TotalCalls int            `json:"ec2CallsTotal"`
+	// ItemPhaseCalls are the responses of Calls made before the backup's first reconcile:
+	// during its item phase (absent for the blocking baseline and for restores).
+	ItemPhaseCalls map[string]int `json:"ec2CallsItemPhase,omitempty"`
 	// Throttled counts RequestLimitExceeded responses.
 	Throttled int `json:"throttled"`
 	// FailedOps counts failed operations (or volumes, for the blocking baseline).

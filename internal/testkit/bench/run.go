@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
@@ -58,6 +59,7 @@ func (r Runner) runHarness(ctx context.Context, strategy string, sc Scenario, na
 	}
 	defer rg.Close()
 	pvs := fixture.Fleet{Region: sc.SourceRegion, Count: sc.Volumes}.Seed(rg.Sim)
+	itemPhase := itemPhaseCalls(rg)
 	req := harness.BackupRequest{Name: name, Location: rig.Location(sc.SourceRegion, sc.CopyRegion), PVs: pvs}
 	var backup *harness.BackupResult
 	backUp := func() (err error) {
@@ -77,9 +79,31 @@ func (r Runner) runHarness(ctx context.Context, strategy string, sc Scenario, na
 	res := sc.newResult(strategy, sc.Volumes)
 	res.Reconciles, res.PeakMemoryBytes = backup.Reconciles, peak
 	res.fill(sc.LowerBound(), sc.CopyRegion, rg.Sim.Stats(), backup.Total)
+	res.ItemPhaseCalls = itemPhase()
 	res.fillReconciles(backup.ReconcileTimes)
 	res.FailedOps = backup.Backup.Status.BackupItemOperationsFailed + len(backup.ItemErrors)
 	return res, nil
+}
+
+// itemPhaseCalls has the rig's core take the simulator's call counts before the first
+// reconcile of its backup, and returns a function giving them per action once the backup is
+// done (nil when no reconcile ran).
+func itemPhaseCalls(rg *rig.Rig) func() map[string]int {
+	var mu sync.Mutex
+	var calls map[string]int
+	rg.Core.Hooks.BeforeReconcile = func(n int) {
+		if n == 1 {
+			st := rg.Sim.Stats()
+			mu.Lock()
+			defer mu.Unlock()
+			calls = rig.CallsByAction(st)
+		}
+	}
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls
+	}
 }
 
 // The sections of the benchmark, as -only and -skip name them.
@@ -90,7 +114,8 @@ const (
 	SectionGrowth = "growth"
 	// SectionSchedules is several schedules' backups waiting at once.
 	SectionSchedules = "schedules"
-	// SectionRestore is a large restore in the copy region.
+	// SectionRestore is a large restore in the copy region, without and with a provisioned
+	// initialization rate.
 	SectionRestore = "restore"
 	// SectionStorm is one backup at 10% of AWS's request rates.
 	SectionStorm = "storm"
@@ -150,8 +175,8 @@ func (r Runner) runSection(ctx context.Context, section string, o Options, rep *
 		return err
 	case SectionRestore:
 		res, err := step(o.Progress, fmt.Sprintf("restore of %d volumes", o.Restore.Volumes),
-			func() (Result, error) { return r.RunRestore(ctx, o.Restore) })
-		rep.Restore = &RestoreRun{Scenario: o.Restore, Result: res}
+			func() (RestoreRuns, error) { return r.RunRestore(ctx, o.Restore) })
+		rep.Restore = &RestoreRun{Scenario: o.Restore, Runs: res}
 		return err
 	case SectionStorm:
 		res, err := step(o.Progress, fmt.Sprintf("storm, N=%d at %g× AWS's rates", o.Storm.Volumes, o.Storm.ThrottleScale),

@@ -53,8 +53,12 @@ type Role struct {
 // Validate reports the first inconsistency in the accounts, roles, KMS keys and seeded volumes:
 // malformed or duplicate account IDs, empty or duplicate access keys, malformed or duplicate
 // role ARNs or KMS key ARNs, roles, keys or volumes naming an account that is not configured,
-// and volumes encrypted under a configured key their owner may not use.
+// and volumes encrypted under a configured key their owner may not use; and a negative time
+// scale.
 func (c Config) Validate() error {
+	if err := c.validateTimeScales(); err != nil {
+		return err
+	}
 	accounts := map[string]bool{}
 	keys := map[string]bool{}
 	for _, a := range c.Accounts {

@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -137,6 +138,10 @@ type Config struct {
 	CopyDuration DurationRange `json:"copyDuration"`
 	// VolumeCreateDuration is how long a new volume stays creating; default 1s.
 	VolumeCreateDuration DurationRange `json:"volumeCreateDuration"`
+	// InitializationTimeScale divides the time a volume made from a snapshot takes to
+	// initialize once available (EBS's size × 1024 ÷ rate seconds), and nothing else, so that
+	// a run can watch hours of initialization in minutes; default 1, EBS's own time.
+	InitializationTimeScale float64 `json:"initializationTimeScale,omitempty"`
 	// ThrottleScale multiplies AWS's bucket sizes and refill rates; default 1, AWS's own.
 	ThrottleScale float64 `json:"throttleScale,omitempty"`
 	// Unthrottled turns request-rate throttling off, for tests that want speed and say so.
@@ -193,6 +198,9 @@ func (c Config) withDefaults() Config {
 	if c.CopyLimit <= 0 {
 		c.CopyLimit = 20
 	}
+	if c.InitializationTimeScale == 0 {
+		c.InitializationTimeScale = 1
+	}
 	switch {
 	case c.Unthrottled:
 		c.ThrottleScale = 0
@@ -204,6 +212,15 @@ func (c Config) withDefaults() Config {
 	}
 	c.Faults = c.Faults.withDefaults()
 	return c
+}
+
+// validateTimeScales rejects a negative or infinite time scale, which would make time run
+// backwards or stop.
+func (c Config) validateTimeScales() error {
+	if c.InitializationTimeScale < 0 || math.IsInf(c.InitializationTimeScale, 0) || math.IsNaN(c.InitializationTimeScale) {
+		return fmt.Errorf("initializationTimeScale %g: want a positive divisor of initialization times (0 or unset: 1, EBS's own)", c.InitializationTimeScale)
+	}
+	return nil
 }
 
 func (f Faults) withDefaults() Faults {

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// defaultInitializationRate models EBS's lazy loading of a volume from a snapshot without a
+// DefaultInitializationRate models EBS's lazy loading of a volume from a snapshot without a
 // provisioned rate, in MiB/s: blocks come from S3 as they are first read, far below what a
 // provisioned rate gives.
-const defaultInitializationRate = 50
+const DefaultInitializationRate = 50
 
 // Initialization types as DescribeVolumeStatus reports them.
 const (
@@ -17,20 +17,22 @@ const (
 )
 
 // initialization is a volume's initialization from its snapshot: it starts when the volume is
-// available and reads every block at the provisioned rate, else at the default rate.
-func (v *volume) initialization() (start, done time.Time) {
-	rate := int64(v.initRate)
+// available and reads every block at the provisioned rate, else at the default rate, in EBS's
+// time (size × 1024 ÷ rate seconds) divided by timeScale (Config.InitializationTimeScale).
+func (v *volume) initialization(timeScale float64) (start, done time.Time) {
+	rate := v.initRate
 	if rate == 0 {
-		rate = defaultInitializationRate
+		rate = DefaultInitializationRate
 	}
-	seconds := int64(v.sizeGiB) * 1024 / rate
-	return v.ready, v.ready.Add(time.Duration(seconds) * time.Second)
+	ebsTime := time.Duration(v.sizeGiB) * 1024 * time.Second / time.Duration(rate)
+	return v.ready, v.ready.Add(time.Duration(float64(ebsTime) / timeScale))
 }
 
 // writeInitialization writes a volume's initializationStatusDetails: its type, its progress
-// in percent and, for a provisioned rate, the estimated seconds left.
-func writeInitialization(w *xmlWriter, v *volume, now time.Time) {
-	start, done := v.initialization()
+// in percent and, for a provisioned rate, the estimated seconds left (on the simulator's
+// clock, so divided by timeScale like the initialization itself).
+func writeInitialization(w *xmlWriter, v *volume, now time.Time, timeScale float64) {
+	start, done := v.initialization(timeScale)
 	pct := int64(100)
 	if now.Before(done) {
 		pct = max(int64(now.Sub(start)*100/done.Sub(start)), 0)
@@ -89,7 +91,7 @@ func (s *Simulator) describeVolumeStatus(r *region, q *request) ([]byte, *apiErr
 		w.close("volumeStatus")
 		w.WriteString("<eventsSet/><actionsSet/>")
 		if v.snapshotID != "" {
-			writeInitialization(w, v, q.now)
+			writeInitialization(w, v, q.now, s.cfg.InitializationTimeScale)
 		}
 		w.close("item")
 	}

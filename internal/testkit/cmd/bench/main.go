@@ -108,6 +108,10 @@ func restoreFlags(fs *flag.FlagSet, s *bench.Restore) {
 	fs.IntVar(&s.Volumes, "restore-volumes", s.Volumes, "volumes restored in the restore scenario")
 	fs.Var(&s.Available, "restore-available", "time a restored volume takes to become available, D or MIN-MAX")
 	fs.DurationVar(&s.SyncPeriod.Duration, "restore-sync-period", s.SyncPeriod.Duration, "Velero's --item-operation-sync-frequency in the restore scenario")
+	fs.IntVar(&s.InitializationRate, "restore-initialization-rate", s.InitializationRate,
+		"volumeInitializationRate (MiB/s) of the second restore, after one at EBS's default rate (0: that one only)")
+	fs.Float64Var(&s.InitializationTimeScale, "restore-initialization-time-scale", s.InitializationTimeScale,
+		"how many times faster than on EBS restored volumes initialize in the run (and in the bounds)")
 }
 
 func stormFlags(fs *flag.FlagSet, s *bench.Scenario) {
