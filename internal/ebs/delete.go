@@ -87,7 +87,15 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 			}
 			wait *= 2
 		default:
-			return s.carryOut(ctx, plan, deadline)
+			if err := s.carryOut(ctx, plan, deadline); err != nil {
+				return err
+			}
+			if seen.source != nil {
+				s.mu.Lock()
+				s.unreturnedGone[backupInRegion{seen.sourceRegion, tagValue(seen.source.Tags, TagBackupUID)}] = true
+				s.mu.Unlock()
+			}
+			return nil
 		}
 	}
 }
@@ -235,11 +243,14 @@ func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src
 
 // unreturnedOfBackup lists the snapshots in region carrying src's backup UID and still marked
 // as not returned to Velero: Velero's deletion never names them, so the deletion of any
-// snapshot it recorded for the backup deletes them (decideDeletion tells which). A source
-// without a UID has none that can be told apart from another backup's.
+// snapshot it recorded for the backup deletes them (decideDeletion tells which), once per
+// backup and process. A source without a UID has none that can be told apart from another backup's.
 func (s *Snapshotter) unreturnedOfBackup(ctx context.Context, region string, src *types.Snapshot) ([]foundSnapshot, error) {
 	uid := tagValue(src.Tags, TagBackupUID)
-	if uid == "" {
+	s.mu.Lock()
+	gone := s.unreturnedGone[backupInRegion{region, uid}]
+	s.mu.Unlock()
+	if uid == "" || gone {
 		return nil, nil
 	}
 	c, err := s.clients(ctx, region)

@@ -497,3 +497,45 @@ func planText(p deletionPlan) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Velero deletes a backup's snapshots one DeleteSnapshot each, in one plugin process: the
+// backup's snapshots recorded as failed are looked for, and deleted, at the first, and the
+// process asks EC2 for them no more for that backup.
+func TestDeleteSnapshotLooksForFailedSnapshotsOncePerBackup(t *testing.T) {
+	srcA := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest())
+	srcE := snapshot("snap-0000000e", "vol-0123456789abcdef3", types.SnapshotStateCompleted, toDest())
+	failed := snapshot("snap-00000011", "vol-0123456789abcdef1", types.SnapshotStateCompleted, withTags(TagRecorded, recordedPending), startedAt(-time.Hour))
+	cfg := Config{Region: srcRegion, CopyToRegion: dstRegion}
+	describesOfSecond := map[bool]int{}
+	for _, sameProcess := range []bool{false, true} {
+		f := newFixture(t)
+		f.src().add(srcA, srcE, failed)
+		f.dst().add(copyOfSnap("snap-0000000b", srcA, types.SnapshotStateCompleted), copyOfSnap("snap-0000000f", srcE, types.SnapshotStateCompleted))
+		for _, r := range f.regions {
+			r.serveDescribe()
+			r.serveDelete()
+			r.serveTags()
+		}
+		s := f.snapshotter(cfg)
+		if err := s.DeleteSnapshot(context.Background(), "snap-0000000a"); err != nil {
+			t.Fatal(err)
+		}
+		if !sameProcess {
+			s = f.snapshotter(cfg)
+		}
+		before := f.src().describeCount()
+		if err := s.DeleteSnapshot(context.Background(), "snap-0000000e"); err != nil {
+			t.Fatal(err)
+		}
+		describesOfSecond[sameProcess] = f.src().describeCount() - before
+		got := append([]string(nil), f.src().deleted...)
+		sort.Strings(got)
+		if want := []string{"snap-0000000a", "snap-0000000e", "snap-00000011"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("same process %t: deleted in %s: %v, want %v", sameProcess, srcRegion, got, want)
+		}
+	}
+	if describesOfSecond[true] != describesOfSecond[false]-1 {
+		t.Errorf("the second deletion made %d DescribeSnapshots in %s in the process of the first, %d in a fresh one; want one fewer (no second look for failed snapshots)",
+			describesOfSecond[true], srcRegion, describesOfSecond[false])
+	}
+}

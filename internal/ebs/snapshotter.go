@@ -28,7 +28,14 @@ type Snapshotter struct {
 	volumes  map[string]types.Volume // described by GetVolumeInfo, reused by CreateSnapshot
 	restored map[string]string       // volume ID -> AZ of the volumes this process created
 	zones    []types.AvailabilityZone
+	// unreturnedGone are the backups (region and UID) whose unreturned snapshots this
+	// process's deletions have deleted: Velero deletes a backup's snapshots one call each, all
+	// after its item phase, so one look-up per backup and process is enough.
+	unreturnedGone map[backupInRegion]bool
 }
+
+// backupInRegion names one backup's snapshots in one region.
+type backupInRegion struct{ region, uid string }
 
 // NewSnapshotter returns a Snapshotter for the location configured by cfg.
 func NewSnapshotter(cfg Config, clients ec2api.Regional, opts ...Option) *Snapshotter {
@@ -38,6 +45,8 @@ func NewSnapshotter(cfg Config, clients ec2api.Regional, opts ...Option) *Snapsh
 		settings: newSettings(opts),
 		volumes:  map[string]types.Volume{},
 		restored: map[string]string{},
+
+		unreturnedGone: map[backupInRegion]bool{},
 	}
 }
 
