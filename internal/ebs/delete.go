@@ -66,7 +66,7 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 		case plan.refusal != "":
 			return errors.New(plan.refusal)
 		case plan.probe != nil:
-			if unlisted, err = s.probeUnlisted(ctx, *plan.probe); err != nil {
+			if unlisted, err = s.probeUnlisted(ctx, plan.probe); err != nil {
 				return err
 			}
 			if unlisted == unlistedExists {
@@ -106,7 +106,7 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 // cannot be asked fails the read, so that nothing is deleted on a partial view.
 func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (deletionSeen, error) {
 	here := s.cfg.Region
-	seen := deletionSeen{here: here, recordedID: recordedID, sourceID: recordedID}
+	seen := deletionSeen{here: here, elsewhere: s.cfg.CopyToRegion, recordedID: recordedID, sourceID: recordedID}
 	rec, ok, err := s.describeSnapshot(ctx, here, recordedID)
 	if err != nil {
 		return seen, err
@@ -292,26 +292,26 @@ func (s *Snapshotter) markDeleting(ctx context.Context, source regionalSnapshot)
 	return nil
 }
 
-// probeUnlisted marks a recorded snapshot EC2 does not list as being deleted: EC2 taking the
-// mark says the snapshot exists, not listed yet (and no copy of it starts any more); not found,
-// that it is gone.
-func (s *Snapshotter) probeUnlisted(ctx context.Context, t regionalSnapshot) (unlistedState, error) {
-	c, err := s.clients(ctx, t.region)
-	if err != nil {
-		return unlistedUnknown, err
-	}
-	_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
-		Resources: []string{t.id},
-		Tags:      []types.Tag{{Key: aws.String(TagDeletionRequestedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
-	})
-	switch {
-	case err == nil:
-		s.log.Infof("Snapshot %s is not listed yet; marked as being deleted, waiting for EC2 to list it", t)
-		return unlistedExists, nil
-	case ec2api.IsNotFound(err):
-		return unlistedGone, nil
-	case ec2api.IsTransient(err):
-		return unlistedUnknown, fmt.Errorf("marking snapshot %s, which EC2 does not list, as being deleted: %w; nothing deleted", t, err)
+// probeUnlisted marks a recorded snapshot EC2 lists nowhere as being deleted, in each region
+// it may be in: EC2 taking the mark in one says the snapshot exists there, not listed yet (and
+// no copy of it starts any more); not found in every one, that it is gone.
+func (s *Snapshotter) probeUnlisted(ctx context.Context, targets []regionalSnapshot) (unlistedState, error) {
+	for _, t := range targets {
+		c, err := s.clients(ctx, t.region)
+		if err != nil {
+			return unlistedUnknown, err
+		}
+		_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
+			Resources: []string{t.id},
+			Tags:      []types.Tag{{Key: aws.String(TagDeletionRequestedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
+		})
+		switch {
+		case err == nil:
+			s.log.Infof("Snapshot %s is not listed yet; marked as being deleted, waiting for EC2 to list it", t)
+			return unlistedExists, nil
+		case ec2api.IsTransient(err):
+			return unlistedUnknown, fmt.Errorf("marking snapshot %s, which EC2 does not list, as being deleted: %w; nothing deleted", t, err)
+		}
 	}
 	return unlistedGone, nil
 }

@@ -46,6 +46,9 @@ func found(region string, via credentialsOf, snap types.Snapshot) foundSnapshot 
 type deletionSeen struct {
 	// here is the deleting location's region; recordedID the snapshot ID Velero recorded.
 	here, recordedID string
+	// elsewhere is the deleting location's copyToRegion, where a recorded snapshot here does
+	// not hold may be the source (a recovery cluster's location); "" without one.
+	elsewhere string
 	// recordedCopy is the recorded snapshot when here lists it as a copy (a location in the
 	// copy region given a copy's ID).
 	recordedCopy *types.Snapshot
@@ -94,9 +97,10 @@ type deletionTarget struct {
 type deletionPlan struct {
 	// refusal, when set, is why nothing may be deleted.
 	refusal string
-	// probe is the recorded snapshot, listed nowhere, to mark as being deleted: EC2 accepting
-	// the mark says it exists (not listed yet), refusing it as not found that it is gone.
-	probe *regionalSnapshot
+	// probe is the recorded snapshot, listed nowhere, in each region it may be in, to mark as
+	// being deleted: EC2 accepting the mark in one says it exists (not listed yet), refusing it
+	// as not found in all that it is gone.
+	probe []regionalSnapshot
 	// mark is the source to mark as being deleted (TagDeletionRequestedAt) before anything
 	// else; EC2 is read again afterwards.
 	mark *regionalSnapshot
@@ -184,7 +188,11 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 	if seen.source == nil && seen.recordedCopy == nil && len(copies) == 0 && cmp.Or(seen.sourceRegion, seen.here) == seen.here {
 		switch seen.unlisted {
 		case unlistedUnknown:
-			return deletionPlan{probe: &regionalSnapshot{seen.here, seen.sourceID}}
+			probe := []regionalSnapshot{{seen.here, seen.sourceID}}
+			if seen.elsewhere != "" && seen.elsewhere != seen.here {
+				probe = append(probe, regionalSnapshot{seen.elsewhere, seen.sourceID})
+			}
+			return deletionPlan{probe: probe}
 		case unlistedExists:
 			// Made moments ago: its copy may have been asked for before the mark.
 			if until := seen.markedAt.Add(policy.listingLag); now.Before(until) {

@@ -407,6 +407,9 @@ func TestDecideDeletion(t *testing.T) {
 		{name: "a recorded snapshot listed nowhere is probed by marking it",
 			seen: deletionSeen{},
 			want: "probe snap-0000000a in us-east-1"},
+		{name: "a recorded snapshot listed nowhere by a recovery cluster's location is probed in its copyToRegion too",
+			seen: deletionSeen{here: dstRegion, elsewhere: srcRegion},
+			want: "probe snap-0000000a in us-west-2, snap-0000000a in us-east-1"},
 		{name: "a recorded snapshot that took the mark but is not listed yet is waited for",
 			seen: deletionSeen{unlisted: unlistedExists, markedAt: t0}, now: time.Second,
 			want: "wait until " + at(lag)},
@@ -443,10 +446,11 @@ func TestDecideDeletion(t *testing.T) {
 			seen := tt.seen
 			seen.sourceID, seen.recordedID = "snap-0000000a", "snap-0000000a"
 			if seen.here == "" {
+				// A row naming no region is a location in the source region, its source's.
 				seen.here = srcRegion
-			}
-			if seen.sourceRegion == "" {
-				seen.sourceRegion = srcRegion
+				if seen.sourceRegion == "" {
+					seen.sourceRegion = srcRegion
+				}
 			}
 			tt.policy.listingLag = lag
 			plan := decideDeletion(seen, tt.policy, t0.Add(tt.now))
@@ -463,7 +467,11 @@ func planText(p deletionPlan) string {
 	case p.refusal != "":
 		return "refuse"
 	case p.probe != nil:
-		return "probe " + p.probe.String()
+		var where []string
+		for _, t := range p.probe {
+			where = append(where, t.String())
+		}
+		return "probe " + strings.Join(where, ", ")
 	case p.mark != nil:
 		return "mark " + p.mark.String()
 	case !p.waitUntil.IsZero():
