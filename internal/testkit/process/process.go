@@ -19,8 +19,11 @@ const (
 	reapWait = 5 * time.Second
 	// reapPoll is how often Kill looks whether they are.
 	reapPoll = 5 * time.Millisecond
-	// clientNotice is how long after the reaping go-plugin marks its client exited.
-	clientNotice = 50 * time.Millisecond
+	// clientNotice is how long after the reaping go-plugin marks its client exited (its Wait
+	// goroutine must run first: 50 ms was too short once on a machine at a load of 10, and the
+	// next call then reached the dead process's socket, which real Velero records as the
+	// operation failing).
+	clientNotice = 500 * time.Millisecond
 )
 
 // Children lists the running processes whose parent is ppid.
