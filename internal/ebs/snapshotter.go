@@ -170,9 +170,21 @@ func (s *Snapshotter) CreateSnapshot(ctx context.Context, volumeID string, veler
 		return "", err
 	}
 	if err := s.markReturned(ctx, c, id, volumeID, mayHaveMade > 1); err != nil {
-		return "", err
+		return "", s.deleteUnreturned(ctx, c, id, err)
 	}
 	return id, nil
+}
+
+// deleteUnreturned deletes a snapshot this call made and will not return, because why: no one
+// else may ever reach it (Velero records no ID, and a deletion of the backup right after may
+// not see it listed yet). When EC2 does not take the deletion, the backup's operation or its
+// deletion deletes it later, by its recordedPending mark.
+func (s *Snapshotter) deleteUnreturned(ctx context.Context, c ec2api.EC2, id string, why error) error {
+	_, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(id)}, ec2api.Bounded)
+	if err == nil || ec2api.IsNotFound(err) {
+		return fmt.Errorf("%w; snapshot %s was deleted, so no snapshot of this volume is left", why, id)
+	}
+	return fmt.Errorf("%w; deleting it failed too: %w", why, err)
 }
 
 // supported refuses, before anything is created, a volume the plugin cannot snapshot and
@@ -286,7 +298,7 @@ func (s *Snapshotter) markReturned(ctx context.Context, c ec2api.EC2, id, volume
 			return nil
 		}
 		if !ec2api.IsTransient(err) || s.clock.Now().Add(throttleWait).After(deadline) {
-			return fmt.Errorf("snapshot %s of volume %s in %s was made, but marking it %s=%s failed, so it is not returned (the backup's operation deletes it): %w", id, volumeID, s.cfg.Region, TagRecorded, value, err)
+			return fmt.Errorf("snapshot %s of volume %s in %s was made, but marking it %s=%s failed, so it is not returned: %w", id, volumeID, s.cfg.Region, TagRecorded, value, err)
 		}
 		s.log.WithField("volumeID", volumeID).WithError(err).Warnf("Could not mark snapshot %s as returned to Velero yet; trying again", id)
 		if err := sleep(ctx, s.clock, throttleWait); err != nil {

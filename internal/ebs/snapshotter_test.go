@@ -175,11 +175,19 @@ func TestCreateSnapshotRetries(t *testing.T) {
 		// wantMark is the recorded mark written on the snapshot returned: recordedReturned when not set.
 		wantMark string
 		markErrs []error
+		// deleteErr answers the DeleteSnapshot of a snapshot made and not returned; wantDeleted
+		// are the snapshots deleted.
+		deleteErr   error
+		wantDeleted []string
 	}{
 		{name: "success", create: []error{nil}, wantID: "snap-00000001", wantCreates: 1},
-		// Velero records a failure and no snapshot: the tracker deletes what is still marked pending.
-		{name: "the returned mark cannot be written", create: []error{nil}, markErrs: []error{httpErr(400, "UnauthorizedOperation")}, wantCreates: 1,
-			wantErr: []string{"snap-00000001", "was made, but marking it", "the backup's operation deletes it"}},
+		// Velero records a failure and no snapshot: the snapshot made is deleted at once, else
+		// the tracker or the backup's deletion deletes what is still marked pending.
+		{name: "the returned mark cannot be written: the snapshot is deleted", create: []error{nil}, markErrs: []error{httpErr(400, "UnauthorizedOperation")}, wantCreates: 1,
+			wantErr: []string{"snap-00000001", "was made, but marking it", "was deleted, so no snapshot of this volume is left"}, wantDeleted: []string{"snap-00000001"}},
+		{name: "the returned mark cannot be written nor the snapshot deleted", create: []error{nil}, markErrs: []error{httpErr(400, "UnauthorizedOperation")}, wantCreates: 1,
+			deleteErr: httpErr(400, "UnauthorizedOperation"),
+			wantErr:   []string{"snap-00000001", "was made, but marking it", "deleting it failed too"}, wantDeleted: []string{"snap-00000001"}},
 		{name: "the returned mark throttled, then written", create: []error{nil}, markErrs: []error{httpErr(503, ec2api.CodeRequestLimitExceeded)},
 			wantID: "snap-00000001", wantCreates: 1},
 		{name: "per-volume rate waits 15s", create: []error{httpErr(400, ec2api.CodeSnapshotCreationPerVolumeRateExceeded), nil},
@@ -212,6 +220,10 @@ func TestCreateSnapshotRetries(t *testing.T) {
 			cc.markErrs = tt.markErrs
 			f.src().serveDescribe()
 			f.src().failNext(tt.lookupFails...)
+			f.src().serveDelete()
+			if tt.deleteErr != nil {
+				f.src().deleteErr["snap-00000001"] = tt.deleteErr
+			}
 			var opts []Option
 			if tt.patience != 0 {
 				opts = append(opts, WithCreatePatience(tt.patience))
@@ -246,6 +258,9 @@ func TestCreateSnapshotRetries(t *testing.T) {
 			}
 			if fmt.Sprint(cc.marked) != fmt.Sprint(want) {
 				t.Errorf("recorded marks %v, want %v", cc.marked, want)
+			}
+			if fmt.Sprint(f.src().deleted) != fmt.Sprint(tt.wantDeleted) && len(f.src().deleted)+len(tt.wantDeleted) > 0 {
+				t.Errorf("deleted %v, want %v", f.src().deleted, tt.wantDeleted)
 			}
 			if tt.patience != 0 && f.clk.Since(t0) > tt.patience {
 				t.Errorf("gave up after %s, beyond the patience of %s", f.clk.Since(t0), tt.patience)
