@@ -33,9 +33,9 @@ bench:
 fault:
 	go run ./internal/testkit/cmd/fault $(FAULT_FLAGS)
 
-## explore: the explorer for $(SEEDS) seeds (go test runs its fixed budget): seeded interleavings of Velero, other installs and tools and a faulty EC2, the users' promises checked after every step; a failure prints its seed, a one-line replay command and the shortest trace
+## explore: the explorer for $(SEEDS) new seeds (go test runs its fixed budget of fixed seeds): seeded interleavings of Velero, other installs and tools and a faulty EC2, the users' promises checked after every step; a failure prints its seed, a one-line replay command and the shortest trace
 explore:
-	go test -count=1 -v -timeout 0 -run '^TestExplore$$' ./internal/testkit/explore/ -rapid.checks=$(SEEDS)
+	go test -count=1 -v -timeout 0 -run '^TestExplore$$' ./internal/testkit/explore/ -rapid.checks=$(SEEDS) -rapid.seed=$$(date +%s%N)
 
 ## e2e: the plugin in a real Velero server, VELERO_VERSION=v1.18.3 (default) or v1.17.2 (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
 e2e:
