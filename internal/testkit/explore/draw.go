@@ -33,6 +33,7 @@ const (
 	actOtherInstall = "other install: snapshot"
 	actToolCopy     = "tool: copy"
 	actToolTag      = "tool: tag"
+	actRestore      = "velero: restore a PV"
 )
 
 var (
@@ -86,7 +87,7 @@ func drawFaults(t *rapid.T) faults {
 		action: rapid.SampledFrom(faultActions).Draw(t, "fault action"),
 		every:  rapid.IntRange(1, 3).Draw(t, "fault every"),
 	}
-	if r.effect == faultLoseThenDown {
+	if r.effect == faultLoseThenDown && r.action != "CreateVolume" {
 		r.action = "CreateSnapshot"
 	}
 	return faults{r}
@@ -122,6 +123,9 @@ func (w *world) enabled() []string {
 	}
 	if w.recordedOne() != nil {
 		out = append(out, actToolTag)
+	}
+	if len(w.restorable()) > 0 {
+		out = append(out, actRestore)
 	}
 	return out
 }
@@ -212,6 +216,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.toolCopy(rapid.Bool().Draw(t, "of this backup's"))
 	case actToolTag:
 		w.toolTag()
+	case actRestore:
+		w.restore(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"))
 	}
 }
 

@@ -39,6 +39,10 @@ const (
 	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
 	catCopyLeaked           category = "a copy left behind after the deletion"
 	catSourceLeaked         category = "a snapshot of the backup left behind after the deletion"
+	// Restores.
+	catRestoreDuplicate  category = "more than one volume made for a PV in one restore"
+	catRestoreLeaked     category = "a restore that returned an error left a volume behind"
+	catRestoredFromOther category = "a volume restored from something other than the backup's snapshot or its completed copy"
 	// Accounts.
 	catWrongSigner category = "a vault request signed by an account the location does not name"
 	// Time.
@@ -93,6 +97,7 @@ func lockedNow(s ec2sim.Snapshot) bool {
 func (w *world) checkStep() {
 	snaps := w.everything()
 	w.checkSigners()
+	w.checkRestores(false)
 	for id, f := range w.foreign {
 		s, ok := snaps[id]
 		switch {

@@ -263,3 +263,68 @@ func TestAHealthyBackupKeepsEveryPromise(t *testing.T) {
 		})
 	}
 }
+
+// TestScenariosKeepEveryPromise plays the explorer's newer actors through the cases the users
+// rely on, on steps named in full: each breaks no promise.
+func TestScenariosKeepEveryPromise(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup setup
+		steps func(w *world)
+	}{
+		{
+			name:  "a restore whose CreateVolume answers are all lost returns the one volume it made",
+			setup: onePV(setup{listingLag: 5 * time.Second, timeout: dayTimeout, seed: 31}),
+			steps: func(w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{{action: "CreateVolume", effect: faultLoseAnswer, every: 1}}
+				w.restore(0, sourceRegion)
+				w.faults = nil
+				w.restore(0, sourceRegion)
+			},
+		},
+		{
+			name:  "a restore in the copy region throttled and answered 5xx makes one volume from the copy",
+			setup: twoPVs(setup{copyTo: true, listingLag: 40 * time.Second, timeout: dayTimeout, seed: 32}),
+			steps: func(w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{{action: "CreateVolume", effect: faultThrottle, every: 1}}
+				w.restore(0, copyRegion)
+				w.faults = faults{{action: "CreateVolume", effect: faultServerError, every: 2}}
+				w.restore(0, copyRegion)
+				w.restore(1, copyRegion)
+				w.faults = nil
+			},
+		},
+		{
+			name:  "a restore whose answer is lost while the region goes down says which volume may appear",
+			setup: onePV(setup{timeout: dayTimeout, seed: 33}),
+			steps: func(w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{{action: "CreateVolume", effect: faultLoseThenDown, every: 1}}
+				w.restore(0, sourceRegion)
+				w.faults = nil
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := newWorld(tt.setup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.steps(w)
+			w.checkStep()
+			w.settle()
+			for _, v := range w.violations {
+				t.Errorf("%s", v)
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+			}
+		})
+	}
+}

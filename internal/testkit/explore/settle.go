@@ -60,6 +60,7 @@ func (w *world) settle() {
 	w.logf("settle: listing lag passed")
 	w.checkStep()
 	w.checkDeleted()
+	w.checkRestores(true)
 }
 
 // lag is the listing lag the plugin is told of.

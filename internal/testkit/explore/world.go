@@ -195,6 +195,12 @@ type world struct {
 	retained  map[string]bool
 	volumes   []string
 	otherVols []string
+	// restorers are the restores' VolumeSnapshotters by region; restores their calls.
+	restorers map[string]*ebs.Snapshotter
+	restores  []restoreCall
+	// restoredFor is the PV each volume made from a snapshot was restored for, judged when
+	// first seen ("" when it was made from something else).
+	restoredFor map[string]string
 
 	trace      []string
 	kinds      []string
@@ -228,6 +234,7 @@ func newWorld(s setup) (*world, error) {
 		setup: s, cfg: cfg, clk: clk, sim: ec2sim.New(simCfg, ec2sim.WithClock(clk)), log: log,
 		clients: map[string]*ec2.Client{}, down: map[string]bool{}, hookAt: -1,
 		foreign: map[string]foreignSnapshot{}, locked: map[string]bool{}, retained: map[string]bool{},
+		restorers: map[string]*ebs.Snapshotter{}, restoredFor: map[string]string{},
 	}
 	w.handoff = ebs.NewHandoff(clk)
 	w.snapshotter = w.newSnapshotter(cfg, w.regional("source", sourceAccount, true), true)
