@@ -117,6 +117,7 @@ func (w *world) reconcile() {
 		case p.completed:
 			op.state, op.result = opCompleted, p.desc
 		}
+		w.checkFailedOnBlip(op)
 		w.logf("velero: Progress %s -> %d/%d completed=%v %q %s", op.pv, p.done, p.total, p.completed, p.desc, p.perr)
 		if op.state == opCompleted {
 			w.checkCompleted(op)

@@ -14,6 +14,8 @@ const (
 	maxSteps = 60
 	// faultFreeIn10 is how many steps in ten run on a healthy EC2.
 	faultFreeIn10 = 6
+	// kubeFaultFreeIn10 is how many steps in ten the Kubernetes API answers every read.
+	kubeFaultFreeIn10 = 8
 	// pollReconciles reconciles, pollEvery apart, make one poll: Velero's sync period over a minute.
 	pollReconciles = 3
 	pollEvery      = 20 * time.Second
@@ -91,6 +93,17 @@ func drawFaults(t *rapid.T) faults {
 		r.action = "CreateSnapshot"
 	}
 	return faults{r}
+}
+
+// drawKubeFault draws the fault of the Kubernetes API during one step.
+func drawKubeFault(t *rapid.T) *kubeFault {
+	if rapid.IntRange(0, 9).Draw(t, "Kubernetes API fault (>=8)") < kubeFaultFreeIn10 {
+		return nil
+	}
+	return &kubeFault{
+		effect: kubeEffect(rapid.IntRange(0, int(numKubeEffects)-1).Draw(t, "Kubernetes API fault effect")),
+		every:  rapid.IntRange(1, 3).Draw(t, "Kubernetes API fault every"),
+	}
 }
 
 // enabled lists the actors that may take the next step.
@@ -230,14 +243,17 @@ func explore(t *rapid.T) *world {
 	}
 	steps := rapid.IntRange(minSteps, maxSteps).Draw(t, "steps")
 	for range steps {
-		w.faults = drawFaults(t)
+		w.faults, w.kube = drawFaults(t), drawKubeFault(t)
 		actor := rapid.SampledFrom(w.enabled()).Draw(t, "actor")
 		w.kinds = append(w.kinds, actor)
 		if len(w.faults) > 0 {
 			w.logf("ec2: %v during the next step", w.faults[0])
 		}
+		if w.kube != nil {
+			w.logf("kubernetes API: %v during the next step", w.kube)
+		}
 		w.step(t, actor)
-		w.faults = nil
+		w.faults, w.kube = nil, nil
 		w.checkStep()
 		if len(w.violations) > 0 {
 			return w

@@ -29,7 +29,15 @@ func TestMain(m *testing.M) {
 	if !set["rapid.nofailfile"] {
 		_ = flag.Set("rapid.nofailfile", "true")
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "explore-credentials-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	credentialsDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // figures are what a run of the explorer covered.

@@ -63,5 +63,5 @@ func (f faults) match(action string) *faultRule {
 var faultActions = []string{
 	"", "CreateSnapshot", "CopySnapshot", "DescribeSnapshots", "CreateTags", "DeleteSnapshot",
 	"ModifySnapshotAttribute", "LockSnapshot", "DescribeLockedSnapshots", "DescribeSnapshotAttribute",
-	"CreateVolume", "DescribeVolumes",
+	"CreateVolume", "DescribeVolumes", "GetCallerIdentity",
 }

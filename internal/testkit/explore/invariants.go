@@ -21,7 +21,10 @@ const (
 	catCompletedWithoutCopy     category = "completed without the copy it asked for"
 	catVaultCopyNotInVault      category = "completed with a vault copy that is not in the vault account"
 	catOtherProviderNoCopy      category = "completed without its copy, the PV snapshotted by another provider's location"
-	catLeftShared               category = "completed with the source still shared"
+	// catOtherProviderUnread is catOtherProviderNoCopy while the Kubernetes API refused the
+	// plugin the backup's location (Forbidden): the copy it asks for is not known.
+	catOtherProviderUnread category = "completed without its copy, the PV snapshotted by another provider's location, the backup's location unread (Kubernetes API Forbidden)"
+	catLeftShared          category = "completed with the source still shared"
 	// Duplicates.
 	catDuplicateCopy   category = "more than one copy of a source in a target"
 	catDuplicateSource category = "more than one source kept for a PV of the backup"
@@ -45,6 +48,9 @@ const (
 	catRestoredFromOther category = "a volume restored from something other than the backup's snapshot or its completed copy"
 	// Accounts.
 	catWrongSigner category = "a vault request signed by an account the location does not name"
+	// The Kubernetes API.
+	catSwitchedOnBlip category = "a request signed with other credentials than the location's while the Kubernetes API refused nothing"
+	catFailedOnBlip   category = "an operation failed for good on a Kubernetes API blip"
 	// Time.
 	catStalled        category = "an operation that does not end once faults stop"
 	catCopiedAfterEnd category = "a copy started after its operation was cancelled"
@@ -164,6 +170,9 @@ func (w *world) checkStep() {
 // credentials is signed by the vault account the location names.
 func (w *world) checkSigners() {
 	for _, q := range w.requests[w.checked:] {
+		if q.role == defaultChainRole && !q.apiRefused {
+			w.violate(catSwitchedOnBlip, "%s in %s signed with the Velero server's default credential chain, not the location's credentials", q.action, q.region)
+		}
 		if q.role == "vault" && mutating[q.action] && q.signer != w.cfg.Vault.AccountID {
 			w.violate(catWrongSigner, "%s in %s signed by account %s with the vault credentials; the location names vault account %s", q.action, q.region, q.signer, w.cfg.Vault.AccountID)
 			break
@@ -192,7 +201,7 @@ func (w *world) checkCompleted(op *operation) {
 	if w.cfg.CopyToRegion != "" && w.copyIn(snaps, op.snapshotID, sourceAccount, copyRegion) == nil {
 		cat := catCompletedWithoutCopy
 		if op.upstream {
-			cat = catOtherProviderNoCopy
+			cat = w.otherProviderCategory()
 		}
 		w.violate(cat, "%s completed (%q) with no completed copy of %s in %s", op.pv, op.result, op.snapshotID, copyRegion)
 		return
@@ -201,7 +210,7 @@ func (w *world) checkCompleted(op *operation) {
 		c := w.copyIn(snaps, op.snapshotID, v.AccountID, v.Region)
 		switch {
 		case c == nil && op.upstream:
-			w.violate(catOtherProviderNoCopy, "%s completed (%q) with no vault copy of %s", op.pv, op.result, op.snapshotID)
+			w.violate(w.otherProviderCategory(), "%s completed (%q) with no vault copy of %s", op.pv, op.result, op.snapshotID)
 			return
 		case c == nil && w.setup.vaultCredsOf != v.AccountID:
 			w.violate(catVaultCopyNotInVault, "%s completed (%q) with no vault copy of %s in account %s %s (the vault credentials are account %s's)", op.pv, op.result, op.snapshotID, v.AccountID, v.Region, w.setup.vaultCredsOf)

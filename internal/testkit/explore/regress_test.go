@@ -309,6 +309,30 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 				w.faults = nil
 			},
 		},
+		{
+			name: "a Kubernetes API answering 503 and timing out, and STS failing, only make the operations wait with the location's credentials",
+			setup: twoPVs(setup{copyTo: true, vault: true, vaultRegion: farRegion, lock: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+				timeout: dayTimeout, seed: 34}),
+			steps: func(w *world) {
+				w.runAll()
+				w.kube = &kubeFault{effect: kubeUnavailable, every: 1}
+				for range 50 { // past the 15 minutes a snapshot not listed is waited for
+					w.advance(pollEvery)
+					w.reconcile()
+					w.checkStep()
+				}
+				w.kube = &kubeFault{effect: kubeTimeout, every: 2}
+				w.faults = faults{{action: "GetCallerIdentity", effect: faultServerError, every: 1}}
+				w.pollUntilEnded()
+				w.kube, w.faults = nil, nil
+				w.pollUntilEnded()
+				for _, op := range w.ops {
+					if op.state != opCompleted {
+						w.violate(catStalled, "%s", op)
+					}
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,5 +350,32 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
 			}
 		})
+	}
+}
+
+// laterRegressions are the findings of the restore, Kubernetes API, old-operation and Cancel
+// actors, played by TestRegressions with the others.
+var laterRegressions = []struct {
+	name  string
+	want  category
+	setup setup
+	steps func(w *world)
+}{
+	{
+		name:  "with the Kubernetes API refusing the plugin, a PV snapshotted by the upstream plugin's location completes without the copy the backup's location asks for",
+		want:  catOtherProviderUnread,
+		setup: setup{pvs: []string{"pvc-1"}, upstream: []bool{true}, copyTo: true, timeout: dayTimeout, seed: 41},
+		steps: func(w *world) {
+			w.runAll()
+			w.kube = &kubeFault{effect: kubeForbidden, every: 1}
+			w.pollUntilEnded()
+			w.kube = nil
+		},
+	},
+}
+
+func init() {
+	for _, r := range laterRegressions {
+		regressions = append(regressions, r)
 	}
 }

@@ -22,7 +22,7 @@ const (
 // bound has passed, then the backup is deleted, and once the listing lag has passed nothing of
 // it may be left.
 func (w *world) settle() {
-	w.faults = nil
+	w.faults, w.kube = nil, nil
 	for r := range w.down {
 		delete(w.down, r)
 	}

@@ -48,6 +48,8 @@ var mutating = map[string]bool{
 // request is one EC2 request as the explorer saw it.
 type request struct {
 	role, signer, region, action string
+	// apiRefused says the Kubernetes API had refused the plugin process a read (Forbidden).
+	apiRefused bool
 }
 
 // credentialScope finds the region in a SigV4 Authorization header.
@@ -70,7 +72,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_ = req.Body.Close()
 	form, _ := url.ParseQuery(string(body))
-	q := request{role: tr.role, signer: tr.signer, action: form.Get("Action"), region: "us-east-1"}
+	q := request{role: tr.role, signer: tr.signer, action: form.Get("Action"), region: "us-east-1", apiRefused: tr.w.kubeRefused}
 	if m := credentialScope.FindStringSubmatch(req.Header.Get("Authorization")); m != nil {
 		q.region = m[1]
 	}

@@ -181,6 +181,10 @@ type world struct {
 	hookAt int
 	// callCtx is the context of the plugin call under way, nil between calls.
 	callCtx context.Context
+	// kube is the Kubernetes API's fault during the step; kubeRefused says the API refused a
+	// read of the current plugin process (Forbidden).
+	kube        *kubeFault
+	kubeRefused bool
 
 	handoff     *ebs.Handoff
 	snapshotter *ebs.Snapshotter // the item phase's plugin process
@@ -292,25 +296,8 @@ func (w *world) newSnapshotter(cfg ebs.Config, clients ec2api.Regional, withHand
 
 // newTracker is a fresh plugin process's Tracker: nothing in memory.
 func (w *world) newTracker() *ebs.Tracker {
-	// The place the plugin's locator makes of the location: its config, and the vault
-	// credentials' account as STS names it.
-	loc := locator{place: ebs.Place{Location: locationName, Clients: w.regional("source", sourceAccount, true), Config: w.setup.config()}}
-	if w.cfg.Vault.Enabled() {
-		loc.place.Vault = w.vaultClients()
-		loc.place.VaultIdentity = accountOf(&transport{w: w, role: "vault", signer: w.setup.vaultCredsOf, faulty: true}, keys[w.setup.vaultCredsOf])
-	}
-	return ebs.NewTracker(loc.place.Clients, append(w.options(), ebs.WithLocator(loc))...)
-}
-
-// locator finds every backup's operations in the one location of the world.
-type locator struct{ place ebs.Place }
-
-func (l locator) BackupPlaces(context.Context, *velerov1.Backup, string) ([]ebs.Place, error) {
-	return []ebs.Place{l.place}, nil
-}
-
-func (l locator) RestorePlaces(context.Context, *velerov1.Restore, string) ([]ebs.Place, error) {
-	return []ebs.Place{l.place}, nil
+	// The places the plugin's locator makes of the location, read from the Kubernetes API.
+	return ebs.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()))...)
 }
 
 // backup is the Backup as Velero core shows it to Progress and Cancel.
