@@ -19,6 +19,10 @@ import (
 // execute is an ItemBlock worker running the BackupItemAction's Execute on PV i: the handoff
 // learns the backup's UID and the operation is opened.
 func (w *world) execute(i int) {
+	if w.setup.upgrade != nil {
+		w.oldExecute(i)
+		return
+	}
 	op := w.ops[i]
 	op.executed, op.issued = true, w.clk.Now()
 	w.handoff.Put(backupName, op.pv, op.volumeID, backupUID)
@@ -42,6 +46,10 @@ func (w *world) createInterleaved(i, j, after int) {
 // create is the worker asking for PV i's snapshot: through this plugin, in the item phase's
 // process, or through the upstream plugin's location.
 func (w *world) create(i int) {
+	if w.setup.upgrade != nil {
+		w.oldCreate(i)
+		return
+	}
 	op := w.ops[i]
 	op.attempted = true
 	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}

@@ -27,6 +27,7 @@ var findings = []finding{
 	{"new: an operation that ends on an EC2 refusal, or whose one Cancel cannot reach EC2, leaves the snapshot its failed CreateSnapshot made", catRefusedSnapshotLeaked, false},
 	{"new: a backup deleted while an operation is open leaves the snapshot its failed CreateSnapshot made", catDeletedBeforeCleanup, false},
 	{"new: with the Kubernetes API refusing the plugin, a PV the upstream plugin's location snapshotted completes without the copy the backup's location asks for", catOtherProviderUnread, false},
+	{"new: a v1 operation of a static PV sharing its EBS volume completes following the other PV's snapshot while its own is not listed yet", catOldOperationOtherPV, false},
 }
 
 // knownOpen are the broken promises the code is known to show (the findings not fixed yet).

@@ -18,9 +18,12 @@ type category string
 const (
 	// An operation completed without error…
 	catCompletedWithoutSnapshot category = "completed without following its snapshot, or while it is missing or not completed"
-	catCompletedWithoutCopy     category = "completed without the copy it asked for"
-	catVaultCopyNotInVault      category = "completed with a vault copy that is not in the vault account"
-	catOtherProviderNoCopy      category = "completed without its copy, the PV snapshotted by another provider's location"
+	// catOldOperationOtherPV is catCompletedWithoutSnapshot for a v1 operation (no PV in its
+	// ID) of a static PV sharing its EBS volume with another PV of the backup.
+	catOldOperationOtherPV  category = "a v1 operation of a static PV completed while its snapshot is not completed, following another PV's on the same volume"
+	catCompletedWithoutCopy category = "completed without the copy it asked for"
+	catVaultCopyNotInVault  category = "completed with a vault copy that is not in the vault account"
+	catOtherProviderNoCopy  category = "completed without its copy, the PV snapshotted by another provider's location"
 	// catOtherProviderUnread is catOtherProviderNoCopy while the Kubernetes API refused the
 	// plugin the backup's location (Forbidden): the copy it asks for is not known.
 	catOtherProviderUnread category = "completed without its copy, the PV snapshotted by another provider's location, the backup's location unread (Kubernetes API Forbidden)"
@@ -29,8 +32,9 @@ const (
 	catDuplicateCopy   category = "more than one copy of a source in a target"
 	catDuplicateSource category = "more than one source kept for a PV of the backup"
 	// Others' snapshots and what must stay.
-	catForeignTouched category = "another install's or tool's snapshot deleted, copied, shared or retagged"
-	catKeptDeleted    category = "a locked or retained snapshot deleted"
+	catForeignTouched  category = "another install's or tool's snapshot deleted, copied, shared or retagged"
+	catKeptDeleted     category = "a locked or retained snapshot deleted"
+	catRecordedDeleted category = "a snapshot Velero recorded deleted while its backup is kept"
 	// Deletion.
 	catFailedSnapshotLeaked category = "a snapshot Velero recorded as failed left behind after the deletion"
 	// catRefusedSnapshotLeaked is catFailedSnapshotLeaked when the operation that would have
@@ -104,6 +108,7 @@ func (w *world) checkStep() {
 	snaps := w.everything()
 	w.checkSigners()
 	w.checkRestores(false)
+	w.checkRecordedKept(snaps)
 	for id, f := range w.foreign {
 		s, ok := snaps[id]
 		switch {
@@ -195,7 +200,7 @@ func (w *world) checkCompleted(op *operation) {
 		return
 	}
 	if !ok || src.State != "completed" {
-		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) while its snapshot %s is %s", op.pv, op.result, op.snapshotID, stateOf(src, ok))
+		w.violate(w.withoutSnapshotCategory(), "%s completed (%q) while its snapshot %s is %s", op.pv, op.result, op.snapshotID, stateOf(src, ok))
 		return
 	}
 	if w.cfg.CopyToRegion != "" && w.copyIn(snaps, op.snapshotID, sourceAccount, copyRegion) == nil {

@@ -372,10 +372,56 @@ var laterRegressions = []struct {
 			w.kube = nil
 		},
 	},
+	{
+		name:  "a v1 operation of a static PV sharing its EBS volume completes following the other PV's snapshot while its own is not listed yet",
+		want:  catOldOperationOtherPV,
+		setup: upgradeSetup(setup{listingLag: 5 * time.Second, timeout: dayTimeout, seed: 42}, true, false),
+		steps: func(w *world) {
+			w.execute(0)
+			w.create(0)
+			w.advance(time.Minute)
+			w.execute(1)
+			w.create(1)
+			w.reconcile()
+		},
+	},
 }
 
 func init() {
 	for _, r := range laterRegressions {
 		regressions = append(regressions, r)
+	}
+}
+
+// TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise follows, on this release, the v1
+// operations of two static PVs on one EBS volume whose snapshots an earlier release took
+// without create tokens: neither PV's recorded snapshot is deleted as the other's stray, and
+// both operations end.
+func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
+	// oldSnapshotsApart separates the two PVs' snapshots: EC2 takes one snapshot of a volume
+	// every 15 seconds.
+	const oldSnapshotsApart = 20 * time.Second
+	for _, withUID := range []bool{false, true} {
+		for _, marked := range []bool{false, true} {
+			t.Run("UID tag "+strconv.FormatBool(withUID)+", recorded mark "+strconv.FormatBool(marked), func(t *testing.T) {
+				w, err := newWorld(upgradeSetup(setup{timeout: dayTimeout, seed: 51}, withUID, marked))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.execute(0)
+				w.create(0)
+				w.advance(oldSnapshotsApart)
+				w.execute(1)
+				w.create(1)
+				w.pollUntilEnded()
+				w.settle()
+				for _, v := range w.violations {
+					t.Errorf("%s", v)
+				}
+				if t.Failed() || testing.Verbose() {
+					t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+				}
+			})
+		}
 	}
 }

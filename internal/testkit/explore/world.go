@@ -79,6 +79,8 @@ type setup struct {
 	// timeout is Velero's item-operation timeout.
 	timeout time.Duration
 	seed    int64
+	// upgrade, when set, is the earlier release that ran the item phase (upgrade.go).
+	upgrade *oldRelease
 }
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
@@ -121,8 +123,12 @@ func (s setup) String() string {
 	for _, k := range names {
 		kv = append(kv, k+"="+cfg[k])
 	}
-	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s",
-		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout)
+	upgrade := ""
+	if s.upgrade != nil {
+		upgrade = fmt.Sprintf("; static PVs on one volume, item phase on the earlier release (UID tag %v, recorded mark %v)", s.upgrade.withUID, s.upgrade.marked)
+	}
+	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s%s",
+		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, upgrade)
 }
 
 // opState is where Velero has an operation.
@@ -249,7 +255,11 @@ func newWorld(s setup) (*world, error) {
 	ids := w.sim.AddVolumesTo(sourceAccount, sourceRegion, specs...)
 	w.volumes, w.otherVols = ids[:len(s.pvs)], ids[len(s.pvs):]
 	for i, pv := range s.pvs {
-		w.ops = append(w.ops, &operation{pv: pv, volumeID: w.volumes[i], upstream: s.upstream[i]})
+		vol := w.volumes[i]
+		if s.upgrade != nil {
+			vol = w.volumes[0] // static PVs on one EBS volume
+		}
+		w.ops = append(w.ops, &operation{pv: pv, volumeID: vol, upstream: s.upstream[i]})
 	}
 	w.logf("setup: %s", s)
 	return w, nil
