@@ -89,15 +89,20 @@ func (w *world) create(i int) {
 func (w *world) reconcile() {
 	tr := w.newTracker()
 	b := w.backup()
+	w.startReconcile()
 	for _, op := range w.ops {
 		if !op.executed || op.state != opOpen {
 			continue
 		}
 		if !w.clk.Now().Before(op.issued.Add(w.setup.timeout)) {
 			var err error
+			start := w.clk.Now()
+			w.cancels.inCancel = true
 			if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
 				w.violate(catHung, "Cancel of %s did not return", op.pv)
 			}
+			w.cancels.inCancel = false
+			w.checkCall("Cancel", op.pv, w.clk.Since(start), err)
 			op.state, op.result, op.cancelledAt = opFailed, "timed out", w.clk.Now()
 			w.logf("velero: %s timed out; Cancel -> %v", op.pv, err)
 			continue
@@ -109,6 +114,7 @@ func (w *world) reconcile() {
 		}
 		var err error
 		op.polled = true
+		start := w.clk.Now()
 		if !w.onClock(func(ctx context.Context) {
 			pr, e := tr.Progress(ctx, op.id, b)
 			p.completed, p.desc, p.perr, p.done, p.total, err = pr.Completed, pr.Description, pr.Err, pr.NCompleted, pr.NTotal, e
@@ -116,6 +122,7 @@ func (w *world) reconcile() {
 			w.violate(catHung, "Progress of %s did not return", op.pv)
 			continue
 		}
+		w.checkCall("Progress", op.pv, w.clk.Since(start), nil)
 		op.total = p.total
 		switch {
 		case err != nil:

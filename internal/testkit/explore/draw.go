@@ -76,6 +76,9 @@ func drawSetup(t *rapid.T) setup {
 	s.listingLag = rapid.SampledFrom(listingLags).Draw(t, "listing lag")
 	s.timeout = rapid.SampledFrom(timeouts).Draw(t, "item-operation timeout")
 	s.seed = rapid.Int64().Draw(t, "simulator seed")
+	if rapid.IntRange(0, 3).Draw(t, "EC2 at its mutating request rate (0)") == 0 {
+		s.requestTime = mutatingRequestTime
+	}
 	if rapid.IntRange(0, 7).Draw(t, "item phase on the earlier release (0)") == 0 {
 		s = upgradeSetup(s, rapid.Bool().Draw(t, "earlier release's UID tag"), rapid.Bool().Draw(t, "earlier release's recorded mark"))
 	}

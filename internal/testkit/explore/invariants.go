@@ -55,6 +55,9 @@ const (
 	// The Kubernetes API.
 	catSwitchedOnBlip category = "a request signed with other credentials than the location's while the Kubernetes API refused nothing"
 	catFailedOnBlip   category = "an operation failed for good on a Kubernetes API blip"
+	// Cancel.
+	catCancelDeletedLocked category = "a Cancel asked EC2 to delete a locked copy, or failed on its lock"
+	catCancelOverBudget    category = "a Progress or Cancel past its deadline, or a reconcile's Cancels past its budget for EC2 requests"
 	// Time.
 	catStalled        category = "an operation that does not end once faults stop"
 	catCopiedAfterEnd category = "a copy started after its operation was cancelled"

@@ -333,6 +333,46 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "a Cancel of an operation whose vault copy is locked while pending sends no DeleteSnapshot for it and returns nil",
+			setup: onePV(setup{vault: true, vaultRegion: farRegion, lock: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+				timeout: time.Hour, seed: 35}),
+			steps: func(w *world) {
+				w.setDown(farRegion, true)
+				w.runAll()
+				w.advance(57*time.Minute + 30*time.Second)
+				w.setDown(farRegion, false)
+				for range 3 {
+					w.reconcile()
+					w.advance(10 * time.Second)
+				}
+				w.advance(2 * time.Minute)
+				w.reconcile()
+				w.checkStep()
+				w.requireLockedPendingCancelledQuietly()
+			},
+		},
+		{
+			name:  "many operations timing out in one reconcile at EC2's request rate each cancel within the budget",
+			setup: manyPVs(24, setup{copyTo: true, timeout: time.Hour, requestTime: mutatingRequestTime, seed: 36}),
+			steps: func(w *world) {
+				w.setDown(copyRegion, true)
+				w.runAll()
+				w.advance(57*time.Minute + 30*time.Second)
+				w.setDown(copyRegion, false)
+				for range 4 {
+					w.reconcile()
+					w.advance(10 * time.Second)
+				}
+				w.advance(2 * time.Minute)
+				w.reconcile()
+				w.checkStep()
+				if w.cancels.copyDeletions == 0 {
+					w.violate(catCancelOverBudget, "no pending copy was deleted by the Cancels: the scenario tests nothing")
+				}
+				w.logf("the reconcile's Cancels deleted %d pending copies", w.cancels.copyDeletions)
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,6 +462,30 @@ func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
 					t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
 				}
 			})
+		}
+	}
+}
+
+// manyPVs is s with n PVs, none through the upstream plugin.
+func manyPVs(n int, s setup) setup {
+	s.pvs, s.upstream = nil, nil
+	for i := range n {
+		s.pvs = append(s.pvs, "pvc-"+strconv.Itoa(i+1))
+		s.upstream = append(s.upstream, false)
+	}
+	return s
+}
+
+// requireLockedPendingCancelledQuietly checks the scenario of a Cancel with a vault copy locked
+// while pending: the copy was locked and pending when Velero cancelled, and Cancel returned nil.
+func (w *world) requireLockedPendingCancelledQuietly() {
+	op := w.ops[0]
+	if op.result != "timed out" || !strings.HasSuffix(w.trace[len(w.trace)-1], "Cancel -> <nil>") {
+		w.violate(catCancelDeletedLocked, "the operation was not cancelled quietly: %s; last step %q", op, w.trace[len(w.trace)-1])
+	}
+	for _, s := range w.sim.SnapshotsIn(vaultAccount, farRegion) {
+		if s.SourceSnapshotID == op.snapshotID && s.StartTime.Before(op.cancelledAt) && !(lockedNow(s) && s.State == "pending") {
+			w.violate(catCancelDeletedLocked, "vault copy %s was %s, lock %q, at the Cancel: the scenario does not test a locked pending copy", s.ID, s.State, s.LockState)
 		}
 	}
 }

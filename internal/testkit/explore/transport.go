@@ -81,6 +81,10 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w.interleave()
 	var rule *faultRule
 	if tr.faulty {
+		w.checkCancelRequest(q, form)
+		if d := w.costOf(q.action); d > 0 {
+			w.clk.Step(d)
+		}
 		if w.down[q.region] {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (region " + q.region + " is down)")}
 		}

@@ -81,6 +81,8 @@ type setup struct {
 	seed    int64
 	// upgrade, when set, is the earlier release that ran the item phase (upgrade.go).
 	upgrade *oldRelease
+	// requestTime is how long EC2 takes to answer a mutating request (cancel.go).
+	requestTime time.Duration
 }
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
@@ -127,8 +129,8 @@ func (s setup) String() string {
 	if s.upgrade != nil {
 		upgrade = fmt.Sprintf("; static PVs on one volume, item phase on the earlier release (UID tag %v, recorded mark %v)", s.upgrade.withUID, s.upgrade.marked)
 	}
-	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s%s",
-		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, upgrade)
+	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
+		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
 }
 
 // opState is where Velero has an operation.
@@ -191,6 +193,8 @@ type world struct {
 	// read of the current plugin process (Forbidden).
 	kube        *kubeFault
 	kubeRefused bool
+	// cancels is what the checks remember of the reconcile's Cancels.
+	cancels cancelState
 
 	handoff     *ebs.Handoff
 	snapshotter *ebs.Snapshotter // the item phase's plugin process
