@@ -98,6 +98,9 @@ func drawFaults(t *rapid.T) faults {
 	if r.effect == faultLoseThenDown && r.action != "CreateVolume" {
 		r.action = "CreateSnapshot"
 	}
+	if r.effect == faultSlow {
+		r.action = "GetCallerIdentity"
+	}
 	return faults{r}
 }
 

@@ -1,6 +1,9 @@
 package explore
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // faultEffect is what an injected fault does to a request.
 type faultEffect int
@@ -16,11 +19,16 @@ const (
 	faultLoseAnswer
 	// faultLoseThenDown loses the answer and leaves the region unreachable for the rest of the call.
 	faultLoseThenDown
+	// faultSlow answers after slowAnswer of the fake clock: STS taking its time.
+	faultSlow
 	numFaultEffects
 )
 
+// slowAnswer is how long a slow answer takes.
+const slowAnswer = 10 * time.Second
+
 func (e faultEffect) String() string {
-	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down"}[e]
+	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down", "slow answer"}[e]
 }
 
 // faultRule injects effect into every every-th request of action ("" for any action).

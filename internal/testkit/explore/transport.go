@@ -97,6 +97,8 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return errorResponse(req, http.StatusInternalServerError, "InternalError", "An internal error has occurred"), nil
 		case rule.effect == faultRefuse:
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. User is not authorized to perform: ec2:"+q.action), nil
+		case rule.effect == faultSlow:
+			w.clk.Step(slowAnswer)
 		}
 	}
 	in := req.Clone(req.Context())
