@@ -44,8 +44,13 @@ const (
 	// catDeletedBeforeCleanup is catFailedSnapshotLeaked when the backup was deleted while the
 	// operation that would have deleted the snapshot was still open.
 	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
-	catCopyLeaked           category = "a copy left behind after the deletion"
-	catSourceLeaked         category = "a snapshot of the backup left behind after the deletion"
+	// catMarkedReturnedLeaked is catFailedSnapshotLeaked when the snapshot carries the mark
+	// "returned" though its CreateSnapshot returned an error: the mark's answers were lost.
+	catMarkedReturnedLeaked category = "a snapshot Velero recorded as failed left behind, marked returned by a CreateTags whose answers were lost"
+	// recordedReturnedMark is the plugin's mark on a snapshot its CreateSnapshot returned.
+	recordedReturnedMark          = "returned"
+	catCopyLeaked        category = "a copy left behind after the deletion"
+	catSourceLeaked      category = "a snapshot of the backup left behind after the deletion"
 	// Restores.
 	catRestoreDuplicate  category = "more than one volume made for a PV in one restore"
 	catRestoreLeaked     category = "a restore that returned an error left a volume behind"
@@ -288,6 +293,8 @@ func (w *world) checkDeleted() {
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
 			w.violate(catDeletedBeforeCleanup, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the backup was deleted while the operation was open", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && s.Tags[ebs.TagRecorded] == recordedReturnedMark:
+			w.violate(catMarkedReturnedLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s, marked returned", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "":
 			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case s.SourceSnapshotID != "" && all[s.SourceSnapshotID].ID != "":

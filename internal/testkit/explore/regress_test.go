@@ -425,6 +425,17 @@ var laterRegressions = []struct {
 			w.reconcile()
 		},
 	},
+	{
+		name:  "a CreateSnapshot whose returned mark took effect with every answer lost fails, and its snapshot, marked returned, is never deleted",
+		want:  catMarkedReturnedLeaked,
+		setup: onePV(setup{listingLag: 40 * time.Second, requestTime: mutatingRequestTime, timeout: dayTimeout, seed: 43}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.faults = faults{{action: "CreateTags", effect: faultLoseAnswer, every: 1}}
+			w.create(0)
+			w.faults = nil
+		},
+	},
 }
 
 func init() {
