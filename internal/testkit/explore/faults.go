@@ -27,6 +27,15 @@ const (
 // slowAnswer is how long a slow answer takes.
 const slowAnswer = 10 * time.Second
 
+// duplicateCopyCategory is the promise a second copy of a source breaks: whether an answer
+// came slowly in the run tells a finding apart.
+func (w *world) duplicateCopyCategory() category {
+	if w.slowAnswered {
+		return catDuplicateAfterSlow
+	}
+	return catDuplicateCopy
+}
+
 func (e faultEffect) String() string {
 	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down", "slow answer"}[e]
 }

@@ -29,8 +29,10 @@ const (
 	catOtherProviderUnread category = "completed without its copy, the PV snapshotted by another provider's location, the backup's location unread (Kubernetes API Forbidden)"
 	catLeftShared          category = "completed with the source still shared"
 	// Duplicates.
-	catDuplicateCopy   category = "more than one copy of a source in a target"
-	catDuplicateSource category = "more than one source kept for a PV of the backup"
+	catDuplicateCopy category = "more than one copy of a source in a target"
+	// catDuplicateAfterSlow is catDuplicateCopy in a run where an answer came slowly.
+	catDuplicateAfterSlow category = "more than one copy of a source in a target, an answer having come slowly"
+	catDuplicateSource    category = "more than one source kept for a PV of the backup"
 	// Others' snapshots and what must stay.
 	catForeignTouched  category = "another install's or tool's snapshot deleted, copied, shared or retagged"
 	catKeptDeleted     category = "a locked or retained snapshot deleted"
@@ -170,7 +172,7 @@ func (w *world) checkStep() {
 	}
 	for key, ids := range copies {
 		if len(ids) > 1 {
-			cat := catDuplicateCopy
+			cat := w.duplicateCopyCategory()
 			if w.cfg.Vault.Enabled() && w.setup.vaultCredsOf == sourceAccount && strings.HasSuffix(key, " into "+w.cfg.Vault.Region+" of "+sourceAccount) {
 				cat = catVaultCopyNotInVault // the "vault copy" made in the source account, beside the regional copy
 			}

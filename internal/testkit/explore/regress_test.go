@@ -436,6 +436,22 @@ var laterRegressions = []struct {
 			w.faults = nil
 		},
 	},
+	{
+		name: "a vault copy not listed yet when a reconcile described it is copied again after a slow STS answer",
+		want: catDuplicateAfterSlow,
+		setup: onePV(setup{vault: true, vaultRegion: copyRegion, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+			listingLag: 40 * time.Second, timeout: dayTimeout, seed: 44}),
+		steps: func(w *world) {
+			w.runAll()
+			for range 12 {
+				w.advance(10 * time.Second)
+				w.faults = faults{{action: "GetCallerIdentity", effect: faultSlow, every: 1}}
+				w.reconcile()
+				w.faults = nil
+				w.checkStep()
+			}
+		},
+	},
 }
 
 func init() {

@@ -63,5 +63,8 @@ func (w *world) settle() {
 	w.checkRestores(true)
 }
 
-// lag is the listing lag the plugin is told of.
-func (w *world) lag() time.Duration { return max(w.setup.listingLag, 30*time.Second) }
+// lag is the listing lag the plugin is told of: from a request to EC2 listing what it made, the
+// request's own time included.
+func (w *world) lag() time.Duration {
+	return max(w.setup.listingLag, 30*time.Second) + w.setup.requestTime
+}

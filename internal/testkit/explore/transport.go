@@ -98,6 +98,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case rule.effect == faultRefuse:
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. User is not authorized to perform: ec2:"+q.action), nil
 		case rule.effect == faultSlow:
+			w.slowAnswered = true
 			w.clk.Step(slowAnswer)
 		}
 	}

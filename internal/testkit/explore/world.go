@@ -195,6 +195,8 @@ type world struct {
 	kubeRefused bool
 	// cancels is what the checks remember of the reconcile's Cancels.
 	cancels cancelState
+	// slowAnswered says an answer came slowly (faultSlow) in the run.
+	slowAnswered bool
 
 	handoff     *ebs.Handoff
 	snapshotter *ebs.Snapshotter // the item phase's plugin process
@@ -271,7 +273,7 @@ func newWorld(s setup) (*world, error) {
 
 // options are the plugin's options in every process of the world.
 func (w *world) options() []ebs.Option {
-	return []ebs.Option{ebs.WithClock(w.clk), ebs.WithLogger(w.log), ebs.WithListingLag(max(w.setup.listingLag, 30*time.Second))}
+	return []ebs.Option{ebs.WithClock(w.clk), ebs.WithLogger(w.log), ebs.WithListingLag(w.lag())}
 }
 
 // regional returns EC2 clients for role, signing as signer.
