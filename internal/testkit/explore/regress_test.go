@@ -281,6 +281,9 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 				w.faults = faults{{action: "CreateVolume", effect: faultLoseAnswer, every: 1}}
 				w.restore(0, sourceRegion)
 				w.faults = nil
+				if c := w.restores[0]; c.volumeID == "" {
+					w.violate(catRestoreLeaked, "the restore of %s whose answers were lost returned %s, not the volume it made", c.pv, c.err)
+				}
 				w.restore(0, sourceRegion)
 			},
 		},
