@@ -19,8 +19,8 @@ const (
 
 // settle ends a run: faults stop, the item phase ends, Velero reconciles (cancelling what
 // passes the item-operation timeout, as it does) until every operation has ended or the
-// bound has passed, then the backup is deleted, and once the listing lag has passed nothing of
-// it may be left.
+// bound has passed, restores a PV, then the backup is deleted, and once the listing lag has
+// passed nothing of it may be left.
 func (w *world) settle() {
 	w.faults, w.kube = nil, nil
 	for r := range w.down {
@@ -49,6 +49,13 @@ func (w *world) settle() {
 			}
 		}
 		w.checkSources()
+		// Velero restores the finished backup's first PV in every region it may.
+		if pvs := w.restorable(); len(pvs) > 0 {
+			for _, r := range w.restoreRegions() {
+				w.restore(pvs[0], r)
+			}
+			w.checkStep()
+		}
 	}
 	for try := 0; w.deletions == 0 && try < deletionTries; try++ {
 		w.clk.Step(w.lag())
