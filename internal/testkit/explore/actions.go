@@ -19,6 +19,10 @@ import (
 // execute is an ItemBlock worker running the BackupItemAction's Execute on PV i: the handoff
 // learns the backup's UID and the operation is opened.
 func (w *world) execute(i int) {
+	if w.setup.upgrade != nil {
+		w.oldExecute(i)
+		return
+	}
 	op := w.ops[i]
 	op.executed, op.issued = true, w.clk.Now()
 	w.handoff.Put(backupName, op.pv, op.volumeID, backupUID)
@@ -42,6 +46,10 @@ func (w *world) createInterleaved(i, j, after int) {
 // create is the worker asking for PV i's snapshot: through this plugin, in the item phase's
 // process, or through the upstream plugin's location.
 func (w *world) create(i int) {
+	if w.setup.upgrade != nil {
+		w.oldCreate(i)
+		return
+	}
 	op := w.ops[i]
 	op.attempted = true
 	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
@@ -81,15 +89,20 @@ func (w *world) create(i int) {
 func (w *world) reconcile() {
 	tr := w.newTracker()
 	b := w.backup()
+	w.startReconcile()
 	for _, op := range w.ops {
 		if !op.executed || op.state != opOpen {
 			continue
 		}
 		if !w.clk.Now().Before(op.issued.Add(w.setup.timeout)) {
 			var err error
+			start := w.clk.Now()
+			w.cancels.inCancel = true
 			if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
 				w.violate(catHung, "Cancel of %s did not return", op.pv)
 			}
+			w.cancels.inCancel = false
+			w.checkCall("Cancel", op.pv, w.clk.Since(start), err)
 			op.state, op.result, op.cancelledAt = opFailed, "timed out", w.clk.Now()
 			w.logf("velero: %s timed out; Cancel -> %v", op.pv, err)
 			continue
@@ -101,6 +114,7 @@ func (w *world) reconcile() {
 		}
 		var err error
 		op.polled = true
+		start := w.clk.Now()
 		if !w.onClock(func(ctx context.Context) {
 			pr, e := tr.Progress(ctx, op.id, b)
 			p.completed, p.desc, p.perr, p.done, p.total, err = pr.Completed, pr.Description, pr.Err, pr.NCompleted, pr.NTotal, e
@@ -108,6 +122,7 @@ func (w *world) reconcile() {
 			w.violate(catHung, "Progress of %s did not return", op.pv)
 			continue
 		}
+		w.checkCall("Progress", op.pv, w.clk.Since(start), nil)
 		op.total = p.total
 		switch {
 		case err != nil:
@@ -117,6 +132,7 @@ func (w *world) reconcile() {
 		case p.completed:
 			op.state, op.result = opCompleted, p.desc
 		}
+		w.checkFailedOnBlip(op)
 		w.logf("velero: Progress %s -> %d/%d completed=%v %q %s", op.pv, p.done, p.total, p.completed, p.desc, p.perr)
 		if op.state == opCompleted {
 			w.checkCompleted(op)

@@ -14,6 +14,8 @@ const (
 	maxSteps = 60
 	// faultFreeIn10 is how many steps in ten run on a healthy EC2.
 	faultFreeIn10 = 6
+	// kubeFaultFreeIn10 is how many steps in ten the Kubernetes API answers every read.
+	kubeFaultFreeIn10 = 8
 	// pollReconciles reconciles, pollEvery apart, make one poll: Velero's sync period over a minute.
 	pollReconciles = 3
 	pollEvery      = 20 * time.Second
@@ -33,6 +35,7 @@ const (
 	actOtherInstall = "other install: snapshot"
 	actToolCopy     = "tool: copy"
 	actToolTag      = "tool: tag"
+	actRestore      = "velero: restore a PV"
 )
 
 var (
@@ -73,6 +76,12 @@ func drawSetup(t *rapid.T) setup {
 	s.listingLag = rapid.SampledFrom(listingLags).Draw(t, "listing lag")
 	s.timeout = rapid.SampledFrom(timeouts).Draw(t, "item-operation timeout")
 	s.seed = rapid.Int64().Draw(t, "simulator seed")
+	if rapid.IntRange(0, 3).Draw(t, "EC2 at its mutating request rate (0)") == 0 {
+		s.requestTime = mutatingRequestTime
+	}
+	if rapid.IntRange(0, 7).Draw(t, "item phase on the earlier release (0)") == 0 {
+		s = upgradeSetup(s, rapid.Bool().Draw(t, "earlier release's UID tag"), rapid.Bool().Draw(t, "earlier release's recorded mark"))
+	}
 	return s
 }
 
@@ -86,10 +95,24 @@ func drawFaults(t *rapid.T) faults {
 		action: rapid.SampledFrom(faultActions).Draw(t, "fault action"),
 		every:  rapid.IntRange(1, 3).Draw(t, "fault every"),
 	}
-	if r.effect == faultLoseThenDown {
+	if r.effect == faultLoseThenDown && r.action != "CreateVolume" {
 		r.action = "CreateSnapshot"
 	}
+	if r.effect == faultSlow {
+		r.action = "GetCallerIdentity"
+	}
 	return faults{r}
+}
+
+// drawKubeFault draws the fault of the Kubernetes API during one step.
+func drawKubeFault(t *rapid.T) *kubeFault {
+	if rapid.IntRange(0, 9).Draw(t, "Kubernetes API fault (>=8)") < kubeFaultFreeIn10 {
+		return nil
+	}
+	return &kubeFault{
+		effect: kubeEffect(rapid.IntRange(0, int(numKubeEffects)-1).Draw(t, "Kubernetes API fault effect")),
+		every:  rapid.IntRange(1, 3).Draw(t, "Kubernetes API fault every"),
+	}
 }
 
 // enabled lists the actors that may take the next step.
@@ -122,6 +145,9 @@ func (w *world) enabled() []string {
 	}
 	if w.recordedOne() != nil {
 		out = append(out, actToolTag)
+	}
+	if len(w.restorable()) > 0 {
+		out = append(out, actRestore)
 	}
 	return out
 }
@@ -212,6 +238,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.toolCopy(rapid.Bool().Draw(t, "of this backup's"))
 	case actToolTag:
 		w.toolTag()
+	case actRestore:
+		w.restore(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"))
 	}
 }
 
@@ -224,14 +252,17 @@ func explore(t *rapid.T) *world {
 	}
 	steps := rapid.IntRange(minSteps, maxSteps).Draw(t, "steps")
 	for range steps {
-		w.faults = drawFaults(t)
+		w.faults, w.kube = drawFaults(t), drawKubeFault(t)
 		actor := rapid.SampledFrom(w.enabled()).Draw(t, "actor")
 		w.kinds = append(w.kinds, actor)
 		if len(w.faults) > 0 {
 			w.logf("ec2: %v during the next step", w.faults[0])
 		}
+		if w.kube != nil {
+			w.logf("kubernetes API: %v during the next step", w.kube)
+		}
 		w.step(t, actor)
-		w.faults = nil
+		w.faults, w.kube = nil, nil
 		w.checkStep()
 		if len(w.violations) > 0 {
 			return w

@@ -37,7 +37,15 @@ func TestMain(m *testing.M) {
 	if !set["rapid.nofailfile"] {
 		_ = flag.Set("rapid.nofailfile", "true")
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "explore-credentials-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	credentialsDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // figures are what a run of the explorer covered.
@@ -46,6 +54,8 @@ type figures struct {
 	seeds, steps int
 	interleaving map[uint64]bool
 	known        map[category]int
+	// byActor counts the seeds in which each actor kind took a step.
+	byActor map[string]int
 }
 
 func (f *figures) add(w *world) {
@@ -59,6 +69,13 @@ func (f *figures) add(w *world) {
 		h.Write([]byte{0})
 	}
 	f.interleaving[h.Sum64()] = true
+	acted := map[string]bool{}
+	for _, k := range w.kinds {
+		if !acted[k] {
+			acted[k] = true
+			f.byActor[k]++
+		}
+	}
 	seen := map[category]bool{}
 	for _, v := range w.violations {
 		if !seen[v.cat] {
@@ -77,7 +94,7 @@ func report(t *rapid.T, w *world, v violation) {
 // TestExplore explores seeded interleavings of Velero, other installs and tools and a faulty
 // EC2, failing on any broken promise but those of findings known to be open (knownOpen).
 func TestExplore(t *testing.T) {
-	f := &figures{interleaving: map[uint64]bool{}, known: map[category]int{}}
+	f := &figures{interleaving: map[uint64]bool{}, known: map[category]int{}, byActor: map[string]int{}}
 	start := time.Now()
 	rapid.Check(t, func(t *rapid.T) {
 		w := explore(t)
@@ -94,6 +111,9 @@ func TestExplore(t *testing.T) {
 	elapsed := time.Since(start).Seconds()
 	t.Logf("%d seeds in %.1f s: %.1f seeds/s, %.1f steps/seed, %d distinct interleavings of actor kinds",
 		f.seeds, elapsed, float64(f.seeds)/elapsed, float64(f.steps)/float64(max(f.seeds, 1)), len(f.interleaving))
+	for actor, n := range f.byActor {
+		t.Logf("%q took a step in %d seeds", actor, n)
+	}
 	for cat, n := range f.known {
 		t.Logf("known open, seen in %d seeds: %s", n, cat)
 	}

@@ -1,6 +1,9 @@
 package explore
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // faultEffect is what an injected fault does to a request.
 type faultEffect int
@@ -16,11 +19,25 @@ const (
 	faultLoseAnswer
 	// faultLoseThenDown loses the answer and leaves the region unreachable for the rest of the call.
 	faultLoseThenDown
+	// faultSlow answers after slowAnswer of the fake clock: STS taking its time.
+	faultSlow
 	numFaultEffects
 )
 
+// slowAnswer is how long a slow answer takes.
+const slowAnswer = 10 * time.Second
+
+// duplicateCopyCategory is the promise a second copy of a source breaks: whether an answer
+// came slowly in the run tells a finding apart.
+func (w *world) duplicateCopyCategory() category {
+	if w.slowAnswered {
+		return catDuplicateAfterSlow
+	}
+	return catDuplicateCopy
+}
+
 func (e faultEffect) String() string {
-	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down"}[e]
+	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down", "slow answer"}[e]
 }
 
 // faultRule injects effect into every every-th request of action ("" for any action).
@@ -63,4 +80,5 @@ func (f faults) match(action string) *faultRule {
 var faultActions = []string{
 	"", "CreateSnapshot", "CopySnapshot", "DescribeSnapshots", "CreateTags", "DeleteSnapshot",
 	"ModifySnapshotAttribute", "LockSnapshot", "DescribeLockedSnapshots", "DescribeSnapshotAttribute",
+	"CreateVolume", "DescribeVolumes", "GetCallerIdentity",
 }

@@ -18,16 +18,25 @@ type category string
 const (
 	// An operation completed without error…
 	catCompletedWithoutSnapshot category = "completed without following its snapshot, or while it is missing or not completed"
-	catCompletedWithoutCopy     category = "completed without the copy it asked for"
-	catVaultCopyNotInVault      category = "completed with a vault copy that is not in the vault account"
-	catOtherProviderNoCopy      category = "completed without its copy, the PV snapshotted by another provider's location"
-	catLeftShared               category = "completed with the source still shared"
+	// catOldOperationOtherPV is catCompletedWithoutSnapshot for a v1 operation (no PV in its
+	// ID) of a static PV sharing its EBS volume with another PV of the backup.
+	catOldOperationOtherPV  category = "a v1 operation of a static PV completed while its snapshot is not completed, following another PV's on the same volume"
+	catCompletedWithoutCopy category = "completed without the copy it asked for"
+	catVaultCopyNotInVault  category = "completed with a vault copy that is not in the vault account"
+	catOtherProviderNoCopy  category = "completed without its copy, the PV snapshotted by another provider's location"
+	// catOtherProviderUnread is catOtherProviderNoCopy while the Kubernetes API refused the
+	// plugin the backup's location (Forbidden): the copy it asks for is not known.
+	catOtherProviderUnread category = "completed without its copy, the PV snapshotted by another provider's location, the backup's location unread (Kubernetes API Forbidden)"
+	catLeftShared          category = "completed with the source still shared"
 	// Duplicates.
-	catDuplicateCopy   category = "more than one copy of a source in a target"
-	catDuplicateSource category = "more than one source kept for a PV of the backup"
+	catDuplicateCopy category = "more than one copy of a source in a target"
+	// catDuplicateAfterSlow is catDuplicateCopy in a run where an answer came slowly.
+	catDuplicateAfterSlow category = "more than one copy of a source in a target, an answer having come slowly"
+	catDuplicateSource    category = "more than one source kept for a PV of the backup"
 	// Others' snapshots and what must stay.
-	catForeignTouched category = "another install's or tool's snapshot deleted, copied, shared or retagged"
-	catKeptDeleted    category = "a locked or retained snapshot deleted"
+	catForeignTouched  category = "another install's or tool's snapshot deleted, copied, shared or retagged"
+	catKeptDeleted     category = "a locked or retained snapshot deleted"
+	catRecordedDeleted category = "a snapshot Velero recorded deleted while its backup is kept"
 	// Deletion.
 	catFailedSnapshotLeaked category = "a snapshot Velero recorded as failed left behind after the deletion"
 	// catRefusedSnapshotLeaked is catFailedSnapshotLeaked when the operation that would have
@@ -37,10 +46,25 @@ const (
 	// catDeletedBeforeCleanup is catFailedSnapshotLeaked when the backup was deleted while the
 	// operation that would have deleted the snapshot was still open.
 	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
-	catCopyLeaked           category = "a copy left behind after the deletion"
-	catSourceLeaked         category = "a snapshot of the backup left behind after the deletion"
+	// catMarkedReturnedLeaked is catFailedSnapshotLeaked when the snapshot carries the mark
+	// "returned" though its CreateSnapshot returned an error: the mark's answers were lost.
+	catMarkedReturnedLeaked category = "a snapshot Velero recorded as failed left behind, marked returned by a CreateTags whose answers were lost"
+	// recordedReturnedMark is the plugin's mark on a snapshot its CreateSnapshot returned.
+	recordedReturnedMark          = "returned"
+	catCopyLeaked        category = "a copy left behind after the deletion"
+	catSourceLeaked      category = "a snapshot of the backup left behind after the deletion"
+	// Restores.
+	catRestoreDuplicate  category = "more than one volume made for a PV in one restore"
+	catRestoreLeaked     category = "a restore that returned an error left a volume behind"
+	catRestoredFromOther category = "a volume restored from something other than the backup's snapshot or its completed copy"
 	// Accounts.
 	catWrongSigner category = "a vault request signed by an account the location does not name"
+	// The Kubernetes API.
+	catSwitchedOnBlip category = "a request signed with other credentials than the location's while the Kubernetes API refused nothing"
+	catFailedOnBlip   category = "an operation failed for good on a Kubernetes API blip"
+	// Cancel.
+	catCancelDeletedLocked category = "a Cancel asked EC2 to delete a locked copy, or failed on its lock"
+	catCancelOverBudget    category = "a Progress or Cancel past its deadline, or a reconcile's Cancels past its budget for EC2 requests"
 	// Time.
 	catStalled        category = "an operation that does not end once faults stop"
 	catCopiedAfterEnd category = "a copy started after its operation was cancelled"
@@ -93,6 +117,8 @@ func lockedNow(s ec2sim.Snapshot) bool {
 func (w *world) checkStep() {
 	snaps := w.everything()
 	w.checkSigners()
+	w.checkRestores(false)
+	w.checkRecordedKept(snaps)
 	for id, f := range w.foreign {
 		s, ok := snaps[id]
 		switch {
@@ -146,7 +172,7 @@ func (w *world) checkStep() {
 	}
 	for key, ids := range copies {
 		if len(ids) > 1 {
-			cat := catDuplicateCopy
+			cat := w.duplicateCopyCategory()
 			if w.cfg.Vault.Enabled() && w.setup.vaultCredsOf == sourceAccount && strings.HasSuffix(key, " into "+w.cfg.Vault.Region+" of "+sourceAccount) {
 				cat = catVaultCopyNotInVault // the "vault copy" made in the source account, beside the regional copy
 			}
@@ -159,6 +185,9 @@ func (w *world) checkStep() {
 // credentials is signed by the vault account the location names.
 func (w *world) checkSigners() {
 	for _, q := range w.requests[w.checked:] {
+		if q.role == defaultChainRole && !q.apiRefused {
+			w.violate(catSwitchedOnBlip, "%s in %s signed with the Velero server's default credential chain, not the location's credentials", q.action, q.region)
+		}
 		if q.role == "vault" && mutating[q.action] && q.signer != w.cfg.Vault.AccountID {
 			w.violate(catWrongSigner, "%s in %s signed by account %s with the vault credentials; the location names vault account %s", q.action, q.region, q.signer, w.cfg.Vault.AccountID)
 			break
@@ -181,13 +210,13 @@ func (w *world) checkCompleted(op *operation) {
 		return
 	}
 	if !ok || src.State != "completed" {
-		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) while its snapshot %s is %s", op.pv, op.result, op.snapshotID, stateOf(src, ok))
+		w.violate(w.withoutSnapshotCategory(), "%s completed (%q) while its snapshot %s is %s", op.pv, op.result, op.snapshotID, stateOf(src, ok))
 		return
 	}
 	if w.cfg.CopyToRegion != "" && w.copyIn(snaps, op.snapshotID, sourceAccount, copyRegion) == nil {
 		cat := catCompletedWithoutCopy
 		if op.upstream {
-			cat = catOtherProviderNoCopy
+			cat = w.otherProviderCategory()
 		}
 		w.violate(cat, "%s completed (%q) with no completed copy of %s in %s", op.pv, op.result, op.snapshotID, copyRegion)
 		return
@@ -196,7 +225,7 @@ func (w *world) checkCompleted(op *operation) {
 		c := w.copyIn(snaps, op.snapshotID, v.AccountID, v.Region)
 		switch {
 		case c == nil && op.upstream:
-			w.violate(catOtherProviderNoCopy, "%s completed (%q) with no vault copy of %s", op.pv, op.result, op.snapshotID)
+			w.violate(w.otherProviderCategory(), "%s completed (%q) with no vault copy of %s", op.pv, op.result, op.snapshotID)
 			return
 		case c == nil && w.setup.vaultCredsOf != v.AccountID:
 			w.violate(catVaultCopyNotInVault, "%s completed (%q) with no vault copy of %s in account %s %s (the vault credentials are account %s's)", op.pv, op.result, op.snapshotID, v.AccountID, v.Region, w.setup.vaultCredsOf)
@@ -272,6 +301,8 @@ func (w *world) checkDeleted() {
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
 			w.violate(catDeletedBeforeCleanup, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the backup was deleted while the operation was open", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && s.Tags[ebs.TagRecorded] == recordedReturnedMark:
+			w.violate(catMarkedReturnedLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s, marked returned", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "":
 			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case s.SourceSnapshotID != "" && all[s.SourceSnapshotID].ID != "":

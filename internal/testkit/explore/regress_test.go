@@ -354,3 +354,260 @@ func TestAHealthyBackupKeepsEveryPromise(t *testing.T) {
 		})
 	}
 }
+
+// TestScenariosKeepEveryPromise plays the explorer's newer actors through the cases the users
+// rely on, on steps named in full: each breaks no promise.
+func TestScenariosKeepEveryPromise(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup setup
+		steps func(w *world)
+	}{
+		{
+			name:  "a restore whose CreateVolume answers are all lost returns the one volume it made",
+			setup: onePV(setup{listingLag: 5 * time.Second, timeout: dayTimeout, seed: 31}),
+			steps: func(w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{{action: "CreateVolume", effect: faultLoseAnswer, every: 1}}
+				w.restore(0, sourceRegion)
+				w.faults = nil
+				if c := w.restores[0]; c.volumeID == "" {
+					w.violate(catRestoreLeaked, "the restore of %s whose answers were lost returned %s, not the volume it made", c.pv, c.err)
+				}
+				w.restore(0, sourceRegion)
+			},
+		},
+		{
+			name:  "a restore in the copy region throttled and answered 5xx makes one volume from the copy",
+			setup: twoPVs(setup{copyTo: true, listingLag: 40 * time.Second, timeout: dayTimeout, seed: 32}),
+			steps: func(w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{{action: "CreateVolume", effect: faultThrottle, every: 1}}
+				w.restore(0, copyRegion)
+				w.faults = faults{{action: "CreateVolume", effect: faultServerError, every: 2}}
+				w.restore(0, copyRegion)
+				w.restore(1, copyRegion)
+				w.faults = nil
+			},
+		},
+		{
+			name:  "a restore whose answer is lost while the region goes down says which volume may appear",
+			setup: onePV(setup{timeout: dayTimeout, seed: 33}),
+			steps: func(w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{{action: "CreateVolume", effect: faultLoseThenDown, every: 1}}
+				w.restore(0, sourceRegion)
+				w.faults = nil
+			},
+		},
+		{
+			name: "a Kubernetes API answering 503 and timing out, and STS failing, only make the operations wait with the location's credentials",
+			setup: twoPVs(setup{copyTo: true, vault: true, vaultRegion: farRegion, lock: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+				timeout: dayTimeout, seed: 34}),
+			steps: func(w *world) {
+				w.runAll()
+				w.kube = &kubeFault{effect: kubeUnavailable, every: 1}
+				for range 50 { // past the 15 minutes a snapshot not listed is waited for
+					w.advance(pollEvery)
+					w.reconcile()
+					w.checkStep()
+				}
+				w.kube = &kubeFault{effect: kubeTimeout, every: 2}
+				w.faults = faults{{action: "GetCallerIdentity", effect: faultServerError, every: 1}}
+				w.pollUntilEnded()
+				w.kube, w.faults = nil, nil
+				w.pollUntilEnded()
+				for _, op := range w.ops {
+					if op.state != opCompleted {
+						w.violate(catStalled, "%s", op)
+					}
+				}
+			},
+		},
+		{
+			name: "a Cancel of an operation whose vault copy is locked while pending sends no DeleteSnapshot for it and returns nil",
+			setup: onePV(setup{vault: true, vaultRegion: farRegion, lock: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+				timeout: time.Hour, seed: 35}),
+			steps: func(w *world) {
+				w.setDown(farRegion, true)
+				w.runAll()
+				w.advance(57*time.Minute + 30*time.Second)
+				w.setDown(farRegion, false)
+				for range 3 {
+					w.reconcile()
+					w.advance(10 * time.Second)
+				}
+				w.advance(2 * time.Minute)
+				w.reconcile()
+				w.checkStep()
+				w.requireLockedPendingCancelledQuietly()
+			},
+		},
+		{
+			name:  "many operations timing out in one reconcile at EC2's request rate each cancel within the budget",
+			setup: manyPVs(24, setup{copyTo: true, timeout: time.Hour, requestTime: mutatingRequestTime, seed: 36}),
+			steps: func(w *world) {
+				w.setDown(copyRegion, true)
+				w.runAll()
+				w.advance(57*time.Minute + 30*time.Second)
+				w.setDown(copyRegion, false)
+				for range 4 {
+					w.reconcile()
+					w.advance(10 * time.Second)
+				}
+				w.advance(2 * time.Minute)
+				w.reconcile()
+				w.checkStep()
+				if w.cancels.copyDeletions == 0 {
+					w.violate(catCancelOverBudget, "no pending copy was deleted by the Cancels: the scenario tests nothing")
+				}
+				w.logf("the reconcile's Cancels deleted %d pending copies", w.cancels.copyDeletions)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := newWorld(tt.setup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.steps(w)
+			w.checkStep()
+			w.settle()
+			for _, v := range w.violations {
+				t.Errorf("%s", v)
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+			}
+		})
+	}
+}
+
+// laterRegressions are the findings of the restore, Kubernetes API, old-operation and Cancel
+// actors, played by TestRegressions with the others.
+var laterRegressions = []struct {
+	name  string
+	want  category
+	setup setup
+	steps func(w *world)
+	kept  func(t *testing.T, w *world)
+}{
+	{
+		name:  "with the Kubernetes API refusing the plugin, a PV snapshotted by the upstream plugin's location completes without the copy the backup's location asks for",
+		want:  catOtherProviderUnread,
+		setup: setup{pvs: []string{"pvc-1"}, upstream: []bool{true}, copyTo: true, timeout: dayTimeout, seed: 41},
+		steps: func(w *world) {
+			w.runAll()
+			w.kube = &kubeFault{effect: kubeForbidden, every: 1}
+			w.pollUntilEnded()
+			w.kube = nil
+		},
+	},
+	{
+		name:  "a v1 operation of a static PV sharing its EBS volume completes following the other PV's snapshot while its own is not listed yet",
+		want:  catOldOperationOtherPV,
+		setup: upgradeSetup(setup{listingLag: 5 * time.Second, timeout: dayTimeout, seed: 42}, true, false),
+		steps: func(w *world) {
+			w.execute(0)
+			w.create(0)
+			w.advance(time.Minute)
+			w.execute(1)
+			w.create(1)
+			w.reconcile()
+		},
+	},
+	{
+		name:  "a CreateSnapshot whose returned mark took effect with every answer lost fails, and its snapshot, marked returned, is never deleted",
+		want:  catMarkedReturnedLeaked,
+		setup: onePV(setup{listingLag: 40 * time.Second, requestTime: mutatingRequestTime, timeout: dayTimeout, seed: 43}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.faults = faults{{action: "CreateTags", effect: faultLoseAnswer, every: 1}}
+			w.create(0)
+			w.faults = nil
+		},
+	},
+	{
+		name: "a vault copy not listed yet when a reconcile described it is copied again after a slow STS answer",
+		want: catDuplicateAfterSlow,
+		setup: onePV(setup{vault: true, vaultRegion: copyRegion, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
+			listingLag: 40 * time.Second, timeout: dayTimeout, seed: 44}),
+		steps: func(w *world) {
+			w.runAll()
+			for range 12 {
+				w.advance(10 * time.Second)
+				w.faults = faults{{action: "GetCallerIdentity", effect: faultSlow, every: 1}}
+				w.reconcile()
+				w.faults = nil
+				w.checkStep()
+			}
+		},
+	},
+}
+
+func init() {
+	for _, r := range laterRegressions {
+		regressions = append(regressions, r)
+	}
+}
+
+// TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise follows, on this release, the v1
+// operations of two static PVs on one EBS volume whose snapshots an earlier release took
+// without create tokens: neither PV's recorded snapshot is deleted as the other's stray, and
+// both operations end.
+func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
+	// oldSnapshotsApart separates the two PVs' snapshots: EC2 takes one snapshot of a volume
+	// every 15 seconds.
+	const oldSnapshotsApart = 20 * time.Second
+	for _, withUID := range []bool{false, true} {
+		for _, marked := range []bool{false, true} {
+			t.Run("UID tag "+strconv.FormatBool(withUID)+", recorded mark "+strconv.FormatBool(marked), func(t *testing.T) {
+				w, err := newWorld(upgradeSetup(setup{timeout: dayTimeout, seed: 51}, withUID, marked))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.execute(0)
+				w.create(0)
+				w.advance(oldSnapshotsApart)
+				w.execute(1)
+				w.create(1)
+				w.pollUntilEnded()
+				w.settle()
+				for _, v := range w.violations {
+					t.Errorf("%s", v)
+				}
+				if t.Failed() || testing.Verbose() {
+					t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+				}
+			})
+		}
+	}
+}
+
+// manyPVs is s with n PVs, none through the upstream plugin.
+func manyPVs(n int, s setup) setup {
+	s.pvs, s.upstream = nil, nil
+	for i := range n {
+		s.pvs = append(s.pvs, "pvc-"+strconv.Itoa(i+1))
+		s.upstream = append(s.upstream, false)
+	}
+	return s
+}
+
+// requireLockedPendingCancelledQuietly checks the scenario of a Cancel with a vault copy locked
+// while pending: the copy was locked and pending when Velero cancelled, and Cancel returned nil.
+func (w *world) requireLockedPendingCancelledQuietly() {
+	op := w.ops[0]
+	if op.result != "timed out" || !strings.HasSuffix(w.trace[len(w.trace)-1], "Cancel -> <nil>") {
+		w.violate(catCancelDeletedLocked, "the operation was not cancelled quietly: %s; last step %q", op, w.trace[len(w.trace)-1])
+	}
+	for _, s := range w.sim.SnapshotsIn(vaultAccount, farRegion) {
+		if s.SourceSnapshotID == op.snapshotID && s.StartTime.Before(op.cancelledAt) && !(lockedNow(s) && s.State == "pending") {
+			w.violate(catCancelDeletedLocked, "vault copy %s was %s, lock %q, at the Cancel: the scenario does not test a locked pending copy", s.ID, s.State, s.LockState)
+		}
+	}
+}

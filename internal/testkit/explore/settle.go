@@ -19,10 +19,10 @@ const (
 
 // settle ends a run: faults stop, the item phase ends, Velero reconciles (cancelling what
 // passes the item-operation timeout, as it does) until every operation has ended or the
-// bound has passed, then the backup is deleted, and once the listing lag has passed nothing of
-// it may be left.
+// bound has passed, restores a PV, then the backup is deleted, and once the listing lag has
+// passed nothing of it may be left.
 func (w *world) settle() {
-	w.faults = nil
+	w.faults, w.kube = nil, nil
 	for r := range w.down {
 		delete(w.down, r)
 	}
@@ -49,6 +49,13 @@ func (w *world) settle() {
 			}
 		}
 		w.checkSources()
+		// Velero restores the finished backup's first PV in every region it may.
+		if pvs := w.restorable(); len(pvs) > 0 {
+			for _, r := range w.restoreRegions() {
+				w.restore(pvs[0], r)
+			}
+			w.checkStep()
+		}
 	}
 	for try := 0; w.deletions == 0 && try < deletionTries; try++ {
 		w.clk.Step(w.lag())
@@ -60,7 +67,11 @@ func (w *world) settle() {
 	w.logf("settle: listing lag passed")
 	w.checkStep()
 	w.checkDeleted()
+	w.checkRestores(true)
 }
 
-// lag is the listing lag the plugin is told of.
-func (w *world) lag() time.Duration { return max(w.setup.listingLag, 30*time.Second) }
+// lag is the listing lag the plugin is told of: from a request to EC2 listing what it made, the
+// request's own time included.
+func (w *world) lag() time.Duration {
+	return max(w.setup.listingLag, 30*time.Second) + w.setup.requestTime
+}

@@ -48,6 +48,8 @@ var mutating = map[string]bool{
 // request is one EC2 request as the explorer saw it.
 type request struct {
 	role, signer, region, action string
+	// apiRefused says the Kubernetes API had refused the plugin process a read (Forbidden).
+	apiRefused bool
 }
 
 // credentialScope finds the region in a SigV4 Authorization header.
@@ -70,7 +72,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_ = req.Body.Close()
 	form, _ := url.ParseQuery(string(body))
-	q := request{role: tr.role, signer: tr.signer, action: form.Get("Action"), region: "us-east-1"}
+	q := request{role: tr.role, signer: tr.signer, action: form.Get("Action"), region: "us-east-1", apiRefused: tr.w.kubeRefused}
 	if m := credentialScope.FindStringSubmatch(req.Header.Get("Authorization")); m != nil {
 		q.region = m[1]
 	}
@@ -79,6 +81,10 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w.interleave()
 	var rule *faultRule
 	if tr.faulty {
+		w.checkCancelRequest(q, form)
+		if d := w.costOf(q.action); d > 0 {
+			w.clk.Step(d)
+		}
 		if w.down[q.region] {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (region " + q.region + " is down)")}
 		}
@@ -91,6 +97,9 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return errorResponse(req, http.StatusInternalServerError, "InternalError", "An internal error has occurred"), nil
 		case rule.effect == faultRefuse:
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. User is not authorized to perform: ec2:"+q.action), nil
+		case rule.effect == faultSlow:
+			w.slowAnswered = true
+			w.clk.Step(slowAnswer)
 		}
 	}
 	in := req.Clone(req.Context())

@@ -79,6 +79,10 @@ type setup struct {
 	// timeout is Velero's item-operation timeout.
 	timeout time.Duration
 	seed    int64
+	// upgrade, when set, is the earlier release that ran the item phase (upgrade.go).
+	upgrade *oldRelease
+	// requestTime is how long EC2 takes to answer a mutating request (cancel.go).
+	requestTime time.Duration
 }
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
@@ -121,8 +125,12 @@ func (s setup) String() string {
 	for _, k := range names {
 		kv = append(kv, k+"="+cfg[k])
 	}
-	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s",
-		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout)
+	upgrade := ""
+	if s.upgrade != nil {
+		upgrade = fmt.Sprintf("; static PVs on one volume, item phase on the earlier release (UID tag %v, recorded mark %v)", s.upgrade.withUID, s.upgrade.marked)
+	}
+	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
+		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
 }
 
 // opState is where Velero has an operation.
@@ -181,6 +189,14 @@ type world struct {
 	hookAt int
 	// callCtx is the context of the plugin call under way, nil between calls.
 	callCtx context.Context
+	// kube is the Kubernetes API's fault during the step; kubeRefused says the API refused a
+	// read of the current plugin process (Forbidden).
+	kube        *kubeFault
+	kubeRefused bool
+	// cancels is what the checks remember of the reconcile's Cancels.
+	cancels cancelState
+	// slowAnswered says an answer came slowly (faultSlow) in the run.
+	slowAnswered bool
 
 	handoff     *ebs.Handoff
 	snapshotter *ebs.Snapshotter // the item phase's plugin process
@@ -195,6 +211,12 @@ type world struct {
 	retained  map[string]bool
 	volumes   []string
 	otherVols []string
+	// restorers are the restores' VolumeSnapshotters by region; restores their calls.
+	restorers map[string]*ebs.Snapshotter
+	restores  []restoreCall
+	// restoredFor is the PV each volume made from a snapshot was restored for, judged when
+	// first seen ("" when it was made from something else).
+	restoredFor map[string]string
 
 	trace      []string
 	kinds      []string
@@ -228,6 +250,7 @@ func newWorld(s setup) (*world, error) {
 		setup: s, cfg: cfg, clk: clk, sim: ec2sim.New(simCfg, ec2sim.WithClock(clk)), log: log,
 		clients: map[string]*ec2.Client{}, down: map[string]bool{}, hookAt: -1,
 		foreign: map[string]foreignSnapshot{}, locked: map[string]bool{}, retained: map[string]bool{},
+		restorers: map[string]*ebs.Snapshotter{}, restoredFor: map[string]string{},
 	}
 	w.handoff = ebs.NewHandoff(clk)
 	w.snapshotter = w.newSnapshotter(cfg, w.regional("source", sourceAccount, true), true)
@@ -238,7 +261,11 @@ func newWorld(s setup) (*world, error) {
 	ids := w.sim.AddVolumesTo(sourceAccount, sourceRegion, specs...)
 	w.volumes, w.otherVols = ids[:len(s.pvs)], ids[len(s.pvs):]
 	for i, pv := range s.pvs {
-		w.ops = append(w.ops, &operation{pv: pv, volumeID: w.volumes[i], upstream: s.upstream[i]})
+		vol := w.volumes[i]
+		if s.upgrade != nil {
+			vol = w.volumes[0] // static PVs on one EBS volume
+		}
+		w.ops = append(w.ops, &operation{pv: pv, volumeID: vol, upstream: s.upstream[i]})
 	}
 	w.logf("setup: %s", s)
 	return w, nil
@@ -246,7 +273,7 @@ func newWorld(s setup) (*world, error) {
 
 // options are the plugin's options in every process of the world.
 func (w *world) options() []ebs.Option {
-	return []ebs.Option{ebs.WithClock(w.clk), ebs.WithLogger(w.log), ebs.WithListingLag(max(w.setup.listingLag, 30*time.Second))}
+	return []ebs.Option{ebs.WithClock(w.clk), ebs.WithLogger(w.log), ebs.WithListingLag(w.lag())}
 }
 
 // regional returns EC2 clients for role, signing as signer.
@@ -285,25 +312,8 @@ func (w *world) newSnapshotter(cfg ebs.Config, clients ec2api.Regional, withHand
 
 // newTracker is a fresh plugin process's Tracker: nothing in memory.
 func (w *world) newTracker() *ebs.Tracker {
-	// The place the plugin's locator makes of the location: its config, and the vault
-	// credentials' account as STS names it.
-	loc := locator{place: ebs.Place{Location: locationName, Clients: w.regional("source", sourceAccount, true), Config: w.setup.config()}}
-	if w.cfg.Vault.Enabled() {
-		loc.place.Vault = w.vaultClients()
-		loc.place.VaultIdentity = accountOf(&transport{w: w, role: "vault", signer: w.setup.vaultCredsOf, faulty: true}, keys[w.setup.vaultCredsOf])
-	}
-	return ebs.NewTracker(loc.place.Clients, append(w.options(), ebs.WithLocator(loc))...)
-}
-
-// locator finds every backup's operations in the one location of the world.
-type locator struct{ place ebs.Place }
-
-func (l locator) BackupPlaces(context.Context, *velerov1.Backup, string) ([]ebs.Place, error) {
-	return []ebs.Place{l.place}, nil
-}
-
-func (l locator) RestorePlaces(context.Context, *velerov1.Restore, string) ([]ebs.Place, error) {
-	return []ebs.Place{l.place}, nil
+	// The places the plugin's locator makes of the location, read from the Kubernetes API.
+	return ebs.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()))...)
 }
 
 // backup is the Backup as Velero core shows it to Progress and Cancel.

@@ -1,0 +1,89 @@
+package explore
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+)
+
+// Old operations across an upgrade: the backup's item phase ran on an earlier release, which
+// issued v1 operation IDs (no PV in them) and took snapshots without a create token; the
+// operations are then followed by this release. Two static PVs are on one EBS volume, so the
+// operations of both name the same volume.
+
+// oldRecordedMark is the recorded mark earlier releases wrote once CreateSnapshot returned.
+const oldRecordedMark = "true"
+
+// upgradePVs are the two static PVs of an upgrade run, both on the backup's first volume.
+var upgradePVs = []string{"pvc-static-1", "pvc-static-2"}
+
+// upgradeSetup is what an upgrade run's users configured: the two static PVs; the earlier
+// release's snapshots carry the backup's UID tag and its recorded mark when withUID and marked.
+func upgradeSetup(s setup, withUID, marked bool) setup {
+	s.pvs, s.upstream = upgradePVs, []bool{false, false}
+	s.copyTo, s.vault = false, false
+	s.upgrade = &oldRelease{withUID: withUID, marked: marked}
+	return s
+}
+
+// oldRelease is how the earlier release tagged its snapshots.
+type oldRelease struct{ withUID, marked bool }
+
+// oldExecute is the earlier release's Execute of PV i: a v1 operation ID.
+func (w *world) oldExecute(i int) {
+	op := w.ops[i]
+	op.executed, op.issued = true, w.clk.Now()
+	op.id = ebs.Operation{Region: sourceRegion, VolumeID: op.volumeID, Issued: op.issued}.String()
+	w.logf("velero: Execute %s on the earlier release -> operation %s", op.pv, op.id)
+}
+
+// oldCreate is the earlier release's CreateSnapshot of PV i: no create token, and the UID tag
+// and recorded mark as it wrote them.
+func (w *world) oldCreate(i int) {
+	op := w.ops[i]
+	op.attempted = true
+	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
+	if w.setup.upgrade.withUID {
+		tags[ebs.TagBackupUID] = backupUID
+	}
+	if w.setup.upgrade.marked {
+		tags[ebs.TagRecorded] = oldRecordedMark
+	}
+	out, err := w.client("earlier release", sourceAccount, sourceRegion, false).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(op.volumeID),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		op.createErr = err.Error()
+	} else {
+		op.snapshotID = aws.ToString(out.SnapshotId)
+	}
+	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)
+}
+
+// withoutSnapshotCategory is the promise an operation completed while its snapshot is not
+// completed breaks: a v1 operation of a static PV on a shared volume tells a finding apart.
+func (w *world) withoutSnapshotCategory() category {
+	if w.setup.upgrade != nil {
+		return catOldOperationOtherPV
+	}
+	return catCompletedWithoutSnapshot
+}
+
+// checkRecordedKept checks that no snapshot Velero recorded is deleted before the backup's
+// deletion: not as a stray of another operation, nor for any other reason.
+func (w *world) checkRecordedKept(snaps map[string]ec2sim.Snapshot) {
+	if w.deleted || w.deletions > 0 {
+		return
+	}
+	for _, op := range w.ops {
+		if s, ok := snaps[op.snapshotID]; op.snapshotID != "" && (!ok || s.DeletePending) {
+			w.violate(catRecordedDeleted, "%s, the snapshot Velero recorded for %s, was deleted while the backup is kept", op.snapshotID, op.pv)
+		}
+	}
+}
