@@ -129,7 +129,7 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg target, f fill, now 
 		return wait("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.copyName(), tg)
 	case cp == nil && f.err != nil:
 		return wait("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))
-	case cp == nil && v.recentlyRequested(src, tg, now, listingLag):
+	case cp == nil && v.recentlyRequested(src, tg, v.seenAt(), listingLag):
 		return wait("%s of %s to %s requested; waiting for EC2 to list it", tg.copyName(), srcID, tg)
 	case cp == nil:
 		return wait("%s", slotWait(v, f.slots, srcID, tg, now, copyLimit))

@@ -65,6 +65,7 @@ func (v *backupView) load(ctx context.Context, ttl, listingLag time.Duration) er
 }
 
 func (v *backupView) describe(ctx context.Context, listingLag time.Duration) error {
+	began := v.clock.Now()
 	c, err := v.place.Clients(ctx, v.region)
 	if err != nil {
 		return err
@@ -118,10 +119,9 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 	v.sources, v.copies, v.locks, v.strangers, v.fillSpent = sources, copies, locks, strangers, 0
 	v.checks = map[target]vaultCheck{}
 	v.index()
-	now := v.clock.Now()
 	for tg, ids := range v.requested {
 		for id, at := range ids {
-			if v.copyOf(tg, id) != nil || now.Sub(at) >= listingLag {
+			if v.copyOf(tg, id) != nil || began.Sub(at) >= listingLag {
 				delete(ids, id)
 			}
 		}
@@ -240,7 +240,7 @@ func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, la
 	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] || v.timedOut(s, now) || unreturned(s) ||
 		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
 		return copyNever
-	case v.recentlyRequested(s, tg, now, lag):
+	case v.recentlyRequested(s, tg, v.seenAt(), lag):
 		return copyLater
 	}
 	return copyNow
@@ -277,7 +277,9 @@ func (v *backupView) awaitingCopy(tg target, now time.Time, lag time.Duration, l
 	return v.queue.take(tg, limit, func(s *types.Snapshot) verdict { return v.copyVerdict(s, tg, now, lag) })
 }
 
-// recentlyRequested reports whether a copy of s into the target was asked for within lag of now.
+// recentlyRequested reports whether a copy of s into the target was asked for within lag of
+// now: pass the time the view's description began (seenAt), since a copy asked for a lag before
+// the description ended may still be missing from it.
 func (v *backupView) recentlyRequested(s *types.Snapshot, tg target, now time.Time, lag time.Duration) bool {
 	if at, ok := v.requested[tg][aws.ToString(s.SnapshotId)]; ok && now.Sub(at) < lag {
 		return true
