@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/golang/mock/gomock"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 )
 
 const restoredVol = "vol-0fedcba9876543210"
@@ -80,20 +81,8 @@ func TestVolumeWatcherProgress(t *testing.T) {
 				id = op
 			}
 			p, err := NewVolumeWatcher(f.clients(), f.opts()...).Progress(context.Background(), id, restoreOf(backupName))
-			if len(tt.wantErr) > 0 {
-				wantErr(t, err, tt.wantErr...)
+			if !checkVolumeProgress(t, p, err, volumeWant{tt.wantErr, tt.want, tt.completed, tt.failed}) {
 				return
-			}
-			wantErr(t, err)
-			got := p.Description
-			if tt.failed {
-				got = p.Err
-			}
-			if !strings.Contains(got, tt.want) {
-				t.Errorf("progress %+v, want %q", p, tt.want)
-			}
-			if p.Completed != tt.completed || (p.Err != "") != tt.failed {
-				t.Errorf("Completed=%v Err=%q, want completed=%v failed=%v", p.Completed, p.Err, tt.completed, tt.failed)
 			}
 			if p.Completed && !tt.failed && (p.NCompleted != 1 || p.NTotal != 1) {
 				t.Errorf("completed volume reports %d of %d", p.NCompleted, p.NTotal)
@@ -231,20 +220,8 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 				})
 			loc := placesOf{{Location: "dr", Clients: f.clients(), Config: tt.config, Note: tt.note}}
 			p, err := NewVolumeWatcher(f.clients(), f.opts(WithLocator(loc))...).Progress(context.Background(), op, restoreOf(backupName))
-			if len(tt.wantErr) > 0 {
-				wantErr(t, err, tt.wantErr...)
+			if !checkVolumeProgress(t, p, err, volumeWant{tt.wantErr, tt.want, tt.completed, tt.failed}) {
 				return
-			}
-			wantErr(t, err)
-			got := p.Description
-			if tt.failed {
-				got = p.Err
-			}
-			if !strings.Contains(got, tt.want) {
-				t.Errorf("progress %+v, want %q", p, tt.want)
-			}
-			if p.Completed != tt.completed || (p.Err != "") != tt.failed {
-				t.Errorf("Completed=%v Err=%q, want completed=%v failed=%v", p.Completed, p.Err, tt.completed, tt.failed)
 			}
 			if !tt.failed && (p.NCompleted != tt.pct || p.OperationUnits != tt.units) {
 				t.Errorf("progress %d of %d %s, want %d %s", p.NCompleted, p.NTotal, p.OperationUnits, tt.pct, tt.units)
@@ -298,4 +275,34 @@ func TestVolumeWatcherDescribesInitializationOncePerCacheLifetime(t *testing.T) 
 			t.Errorf("volume %s asked about %d times in two cache lifetimes, want 2", aws.ToString(v.VolumeId), n)
 		}
 	}
+}
+
+// volumeWant is what a restored volume's Progress should say: an error naming wantErr, or a
+// description (an error message when failed) containing want.
+type volumeWant struct {
+	wantErr           []string
+	want              string
+	completed, failed bool
+}
+
+// checkVolumeProgress checks a restored volume's Progress against w, and reports whether the
+// call returned progress to check further.
+func checkVolumeProgress(t *testing.T, p velero.OperationProgress, err error, w volumeWant) bool {
+	t.Helper()
+	if len(w.wantErr) > 0 {
+		wantErr(t, err, w.wantErr...)
+		return false
+	}
+	wantErr(t, err)
+	got := p.Description
+	if w.failed {
+		got = p.Err
+	}
+	if !strings.Contains(got, w.want) {
+		t.Errorf("progress %+v, want %q", p, w.want)
+	}
+	if p.Completed != w.completed || (p.Err != "") != w.failed {
+		t.Errorf("Completed=%v Err=%q, want completed=%v failed=%v", p.Completed, p.Err, w.completed, w.failed)
+	}
+	return true
 }

@@ -54,15 +54,7 @@ func (w *world) create(i int) {
 	op.attempted = true
 	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
 	if op.upstream {
-		out, err := w.client("upstream", sourceAccount, sourceRegion, false).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
-			VolumeId:          aws.String(op.volumeID),
-			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
-		})
-		if err != nil {
-			op.createErr = err.Error()
-		} else {
-			op.snapshotID = aws.ToString(out.SnapshotId)
-		}
+		w.createAs(op, "upstream", tags)
 		w.logf("velero: CreateSnapshot %s through the upstream plugin -> %q %s", op.pv, op.snapshotID, op.createErr)
 		return
 	}
@@ -326,4 +318,18 @@ func (s opState) String() string {
 
 func (op *operation) String() string {
 	return fmt.Sprintf("%s %s snapshot %q: %s", op.pv, op.state, op.snapshotID, op.result)
+}
+
+// createAs takes op's snapshot with tags as another plugin (who) does, outside this release's
+// Snapshotter: one CreateSnapshot, its answer recorded on op.
+func (w *world) createAs(op *operation, who string, tags map[string]string) {
+	out, err := w.client(who, sourceAccount, sourceRegion, false).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(op.volumeID),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		op.createErr = err.Error()
+	} else {
+		op.snapshotID = aws.ToString(out.SnapshotId)
+	}
 }

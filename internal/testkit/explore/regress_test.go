@@ -112,10 +112,7 @@ var regressions = []struct {
 		want:  catFailedSnapshotLeaked,
 		setup: onePV(setup{copyTo: true, timeout: dayTimeout, seed: 4}),
 		steps: func(w *world) {
-			w.execute(0)
-			w.faults = faults{{action: "CreateSnapshot", effect: faultLoseThenDown, every: 1}}
-			w.create(0)
-			w.faults = nil
+			w.itemPhaseOf(0, &faultRule{action: "CreateSnapshot", effect: faultLoseThenDown, every: 1})
 		},
 	},
 	{
@@ -171,10 +168,7 @@ var regressions = []struct {
 		want:  catHung,
 		setup: onePV(setup{timeout: dayTimeout, seed: 10}),
 		steps: func(w *world) {
-			w.execute(0)
-			w.faults = faults{{action: "CreateSnapshot", effect: faultServerError, every: 1}}
-			w.create(0)
-			w.faults = nil
+			w.itemPhaseOf(0, &faultRule{action: "CreateSnapshot", effect: faultServerError, every: 1})
 		},
 		kept: func(t *testing.T, w *world) {
 			if err := w.ops[0].createErr; !strings.Contains(err, "got no answer or a server error") || !strings.Contains(err, "InternalError") {
@@ -432,17 +426,7 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 			setup: onePV(setup{vault: true, vaultRegion: farRegion, lock: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
 				timeout: time.Hour, seed: 35}),
 			steps: func(w *world) {
-				w.setDown(farRegion, true)
-				w.runAll()
-				w.advance(57*time.Minute + 30*time.Second)
-				w.setDown(farRegion, false)
-				for range 3 {
-					w.reconcile()
-					w.advance(10 * time.Second)
-				}
-				w.advance(2 * time.Minute)
-				w.reconcile()
-				w.checkStep()
+				w.timeOutWithCopiesPending(farRegion, 3)
 				w.requireLockedPendingCancelledQuietly()
 			},
 		},
@@ -450,17 +434,7 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 			name:  "many operations timing out in one reconcile at EC2's request rate each cancel within the budget",
 			setup: manyPVs(24, setup{copyTo: true, timeout: time.Hour, requestTime: mutatingRequestTime, seed: 36}),
 			steps: func(w *world) {
-				w.setDown(copyRegion, true)
-				w.runAll()
-				w.advance(57*time.Minute + 30*time.Second)
-				w.setDown(copyRegion, false)
-				for range 4 {
-					w.reconcile()
-					w.advance(10 * time.Second)
-				}
-				w.advance(2 * time.Minute)
-				w.reconcile()
-				w.checkStep()
+				w.timeOutWithCopiesPending(copyRegion, 4)
 				if w.cancels.copyDeletions == 0 {
 					w.violate(catCancelOverBudget, "no pending copy was deleted by the Cancels: the scenario tests nothing")
 				}
@@ -525,10 +499,7 @@ var laterRegressions = []struct {
 		want:  catMarkedReturnedLeaked,
 		setup: onePV(setup{listingLag: 40 * time.Second, requestTime: mutatingRequestTime, timeout: dayTimeout, seed: 43}),
 		steps: func(w *world) {
-			w.execute(0)
-			w.faults = faults{{action: "CreateTags", effect: faultLoseAnswer, every: 1}}
-			w.create(0)
-			w.faults = nil
+			w.itemPhaseOf(0, &faultRule{action: "CreateTags", effect: faultLoseAnswer, every: 1})
 		},
 	},
 	{
@@ -610,4 +581,29 @@ func (w *world) requireLockedPendingCancelledQuietly() {
 			w.violate(catCancelDeletedLocked, "vault copy %s was %s, lock %q, at the Cancel: the scenario does not test a locked pending copy", s.ID, s.State, s.LockState)
 		}
 	}
+}
+
+// timeOutWithCopiesPending runs the backup with region down until its copies there cannot have
+// completed, brings region back for reconciles reconciles 10 s apart (the copies start, still
+// pending), and then lets Velero's one-hour item-operation timeout pass and cancel them.
+func (w *world) timeOutWithCopiesPending(region string, reconciles int) {
+	w.setDown(region, true)
+	w.runAll()
+	w.advance(57*time.Minute + 30*time.Second)
+	w.setDown(region, false)
+	for range reconciles {
+		w.reconcile()
+		w.advance(10 * time.Second)
+	}
+	w.advance(2 * time.Minute)
+	w.reconcile()
+	w.checkStep()
+}
+
+// itemPhaseOf runs Execute and CreateSnapshot of PV i with EC2 injecting f during the create.
+func (w *world) itemPhaseOf(i int, f *faultRule) {
+	w.execute(i)
+	w.faults = faults{f}
+	w.create(i)
+	w.faults = nil
 }

@@ -1,12 +1,6 @@
 package explore
 
 import (
-	"context"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
@@ -54,15 +48,7 @@ func (w *world) oldCreate(i int) {
 	if w.setup.upgrade.marked {
 		tags[ebs.TagRecorded] = oldRecordedMark
 	}
-	out, err := w.client("earlier release", sourceAccount, sourceRegion, false).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
-		VolumeId:          aws.String(op.volumeID),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
-	})
-	if err != nil {
-		op.createErr = err.Error()
-	} else {
-		op.snapshotID = aws.ToString(out.SnapshotId)
-	}
+	w.createAs(op, "earlier release", tags)
 	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)
 }
 
