@@ -19,6 +19,47 @@ import (
 // Tests of the credentials of VolumeSnapshotLocations, which the plugin's item actions read
 // through the Kubernetes API: rigs with Env.KubeAPI.
 
+// The accounts of the location tests: the plugin processes' own credentials are account A's,
+// the location's Secret holds account B's, and B owns the seeded volumes.
+const (
+	accountA  = "111111111111"
+	accountB  = "333333333333"
+	secret    = "cloud-credentials-b"
+	secretKey = "cloud"
+	locationB = "account-b"
+)
+
+var (
+	keyOfA = ec2sim.AccessKey{AccessKeyID: "AKIAENVIRONMENT00001", SecretAccessKey: "environment-secret"}
+	keyOfB = ec2sim.AccessKey{AccessKeyID: "AKIALOCATIONSECRET01", SecretAccessKey: "location-secret"}
+)
+
+// newAccountBRig starts an API rig of volumes in account B (simulator seed seed), its plugin
+// processes holding account A's credentials file, the Secret of B's credentials in the API and
+// the location account-b naming it, which it returns. before, when set, runs on the rig first.
+func newAccountBRig(t *testing.T, seed int64, volumes int, before func(*suite)) (*suite, *velerov1api.VolumeSnapshotLocation) {
+	t.Helper()
+	cfg := rig.FastConfig(seed)
+	// B first: the default account, which the seeded volumes belong to.
+	cfg.Accounts = []ec2sim.Account{
+		{ID: accountB, AccessKeys: []ec2sim.AccessKey{keyOfB}},
+		{ID: accountA, AccessKeys: []ec2sim.AccessKey{keyOfA}},
+	}
+	r := newAPIRig(t, cfg, volumes)
+	if before != nil {
+		before(r)
+	}
+	// The plugin processes start with this environment (StartSimulator set the endpoint):
+	// account A's credentials file, no static keys.
+	serverCredentials(t, keyOfA)
+	if err := r.PutSecret(secret, map[string][]byte{secretKey: keyOfB.CredentialsFile()}); err != nil {
+		t.Fatal(err)
+	}
+	loc := harness.NewLocation(locationB, map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})
+	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: secret}, Key: secretKey}
+	return r, loc
+}
+
 // newAPIRig is newRig with a Kubernetes API the rig's cores publish to and its plugin
 // processes read.
 func newAPIRig(t *testing.T, cfg ec2sim.Config, volumes int) *suite {
@@ -34,32 +75,7 @@ func newAPIRig(t *testing.T, cfg ec2sim.Config, volumes int) *suite {
 // with every snapshot and copy in account B and not one EC2 call as account A, and a restore
 // (whose action reads the Backup from the API to find its location) creates its volumes in B.
 func TestLocationCredentialFromAPI(t *testing.T) {
-	const (
-		accountA  = "111111111111"
-		accountB  = "333333333333"
-		secret    = "cloud-credentials-b"
-		secretKey = "cloud"
-		volumes   = 4
-	)
-	keyA := ec2sim.AccessKey{AccessKeyID: "AKIAENVIRONMENT00001", SecretAccessKey: "environment-secret"}
-	keyB := ec2sim.AccessKey{AccessKeyID: "AKIALOCATIONSECRET01", SecretAccessKey: "location-secret"}
-	cfg := rig.FastConfig(11)
-	// B first: the default account, which the seeded volumes belong to.
-	cfg.Accounts = []ec2sim.Account{
-		{ID: accountB, AccessKeys: []ec2sim.AccessKey{keyB}},
-		{ID: accountA, AccessKeys: []ec2sim.AccessKey{keyA}},
-	}
-	r := newAPIRig(t, cfg, volumes)
-
-	// The plugin processes start with this environment (StartSimulator set the endpoint):
-	// account A's credentials file, no static keys.
-	serverCredentials(t, keyA)
-
-	if err := r.PutSecret(secret, map[string][]byte{secretKey: keyB.CredentialsFile()}); err != nil {
-		t.Fatal(err)
-	}
-	loc := harness.NewLocation("account-b", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})
-	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: secret}, Key: secretKey}
+	r, loc := newAccountBRig(t, 11, 4, nil)
 	// Another location of the provider in the region, with the environment's credentials: the
 	// item actions must take the one the Backup names.
 	r.KubeAPI.Put(harness.NewLocation("account-a", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion}))

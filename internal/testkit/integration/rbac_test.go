@@ -10,15 +10,12 @@ import (
 	"testing"
 	"time"
 
-	corev1api "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
-	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
 // yamlBlock matches a fenced YAML block of a Markdown document.
@@ -55,30 +52,8 @@ func readmeRole(t *testing.T) []kubeapi.Rule {
 // another account's credentials complete in that account, no request of the plugin is refused,
 // and every permission the Role grants is used.
 func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
-	const (
-		accountA  = "111111111111"
-		accountB  = "333333333333"
-		secret    = "cloud-credentials-b"
-		secretKey = "cloud"
-		volumes   = 2
-	)
-	keyA := ec2sim.AccessKey{AccessKeyID: "AKIAENVIRONMENT00002", SecretAccessKey: "environment-secret"}
-	keyB := ec2sim.AccessKey{AccessKeyID: "AKIALOCATIONSECRET02", SecretAccessKey: "location-secret"}
-	cfg := rig.FastConfig(12)
-	cfg.Accounts = []ec2sim.Account{
-		{ID: accountB, AccessKeys: []ec2sim.AccessKey{keyB}},
-		{ID: accountA, AccessKeys: []ec2sim.AccessKey{keyA}},
-	}
-	r := newAPIRig(t, cfg, volumes)
 	rules := readmeRole(t)
-	r.KubeAPI.Restrict(rules...)
-
-	serverCredentials(t, keyA)
-	if err := r.PutSecret(secret, map[string][]byte{secretKey: keyB.CredentialsFile()}); err != nil {
-		t.Fatal(err)
-	}
-	loc := harness.NewLocation("account-b", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})
-	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: secret}, Key: secretKey}
+	r, loc := newAccountBRig(t, 12, 2, func(r *suite) { r.KubeAPI.Restrict(rules...) })
 
 	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
 	defer cancel()
