@@ -181,11 +181,7 @@ var regressions = []struct {
 		want:  catSourceLeaked,
 		setup: onePV(setup{copyTo: true, timeout: time.Hour, seed: 11}),
 		steps: func(w *world) {
-			w.setDown(copyRegion, true)
-			w.runAll()
-			w.advance(time.Hour)
-			w.reconcile()
-			w.setDown(copyRegion, false)
+			w.copyNeverStarted()
 			w.deleteBackup(deleteByRecovery, -1, 0)
 		},
 	},
@@ -194,11 +190,7 @@ var regressions = []struct {
 		want:  catSourceLeaked,
 		setup: onePV(setup{copyTo: true, timeout: time.Hour, seed: 15}),
 		steps: func(w *world) {
-			w.setDown(copyRegion, true)
-			w.runAll()
-			w.advance(time.Hour)
-			w.reconcile()
-			w.setDown(copyRegion, false)
+			w.copyNeverStarted()
 			w.setDown(sourceRegion, true)
 			w.deleteBackup(deleteByRecovery, -1, 0)
 			w.setDown(sourceRegion, false)
@@ -606,4 +598,14 @@ func (w *world) itemPhaseOf(i int, f *faultRule) {
 	w.faults = faults{f}
 	w.create(i)
 	w.faults = nil
+}
+
+// copyNeverStarted runs the backup with the copy region down until Velero's one-hour
+// item-operation timeout has passed: its sources are kept, no copy of them ever started.
+func (w *world) copyNeverStarted() {
+	w.setDown(copyRegion, true)
+	w.runAll()
+	w.advance(time.Hour)
+	w.reconcile()
+	w.setDown(copyRegion, false)
 }
