@@ -34,13 +34,7 @@ func TestDeletingABackupFromTheVaultLocation(t *testing.T) {
 			w := newVaultWorld(t, ec2sim.Faults{})
 			cfg := vaultConfig(tt.lock)
 			cfg.Vault.RetainOnDelete = tt.retain
-			srcID, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
-			if err != nil {
-				t.Fatalf("CreateSnapshot: %v", err)
-			}
-			if _, p, completed := w.Follow(opID, false); !completed || p.Err != "" {
-				t.Fatalf("backup did not complete: %+v", p)
-			}
+			srcID := completedVaultBackup(t, w, cfg)
 			vaultLocation := ebs.NewSnapshotter(ebs.Config{Region: vaultRegion}, w.Vault, w.Options()...)
 			if err := vaultLocation.DeleteSnapshot(ctx, srcID); err != nil {
 				t.Fatalf("DeleteSnapshot from the vault location: %v", err)

@@ -164,13 +164,7 @@ func TestDeletingABackupKeepsLockedVaultCopies(t *testing.T) {
 			w := newVaultWorld(t, ec2sim.Faults{})
 			cfg := vaultConfig(tt.lock)
 			cfg.Vault.RetainOnDelete = tt.retain
-			srcID, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
-			if err != nil {
-				t.Fatalf("CreateSnapshot: %v", err)
-			}
-			if seen, p, completed := w.Follow(opID, false); !completed || p.Err != "" {
-				t.Fatalf("backup did not complete: %s", strings.Join(seen, "\n"))
-			}
+			srcID := completedVaultBackup(t, w, cfg)
 			s := ebs.NewSnapshotter(cfg, w.Source, w.Options()...)
 			if err := s.DeleteSnapshot(context.Background(), srcID); err != nil {
 				t.Fatalf("DeleteSnapshot: %v (a kept vault copy is no failure)", err)
@@ -329,4 +323,18 @@ func TestAVaultCopyIsOnlyEverInTheVaultAccount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// completedVaultBackup backs up a new 8 GiB volume in the source region with cfg and follows
+// its operation until it completes without error (vault copy made); it returns the source's ID.
+func completedVaultBackup(t *testing.T, w *rig.Accounts, cfg ebs.Config) string {
+	t.Helper()
+	srcID, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	if seen, p, completed := w.Follow(opID, false); !completed || p.Err != "" {
+		t.Fatalf("backup did not complete: %+v\n%s", p, strings.Join(seen, "\n"))
+	}
+	return srcID
 }
