@@ -182,8 +182,8 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 		{name: "volume unknown to the status yet", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
 			errs: []error{httpErr(400, "InvalidVolume.NotFound"), httpErr(400, "InvalidVolume.NotFound")},
 			want: "waiting for EC2 to report its initialization", units: initializationUnits},
-		{name: "status throttled", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable), errs: []error{httpErr(503, "RequestLimitExceeded")},
-			want: "waiting for EC2 to report its initialization: ", units: initializationUnits},
+		{name: "a status EC2 throttles through the call's budget shows no figure, not 0%", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			errs: []error{httpErr(503, "RequestLimitExceeded")}, want: "waiting for EC2 to report its initialization: ", units: ""},
 		{name: "no initialization reported for a volume from a snapshot", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
 			answers: statuses(noDetails), want: "waiting for EC2 to report the initialization from snapshot snap-0000000b", units: initializationUnits},
 		{name: "a volume from no snapshot has nothing to initialize", config: waitingLocation,
@@ -228,6 +228,9 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 			}
 			if p.OperationUnits == initializationUnits && p.NTotal != fullyInitialized {
 				t.Errorf("progress of %d %s, want of %d", p.NTotal, p.OperationUnits, fullyInitialized)
+			}
+			if tt.units == "" && !tt.failed && p.NTotal != 0 {
+				t.Errorf("progress %d of %d, want no figure", p.NCompleted, p.NTotal)
 			}
 		})
 	}
