@@ -84,7 +84,7 @@ func TestDecideRestore(t *testing.T) {
 			pol: restorePolicy{cfg: Config{Region: srcRegion}}, wantSteps: []restoreStep{readZones}},
 		{name: "Velero passing no zone restores in the zone recorded at backup",
 			seen: restoreSeen{session: "session", recordedRead: true, recorded: &recorded, zonesRead: true, zones: eastZones},
-			req: restoreRequest{snapshotID: "snap-0000000a"}, pol: restorePolicy{cfg: Config{Region: srcRegion}},
+			req:  restoreRequest{snapshotID: "snap-0000000a"}, pol: restorePolicy{cfg: Config{Region: srcRegion}},
 			wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
 				wantField(t, "AvailabilityZone", aws.ToString(in.AvailabilityZone), "us-east-1c")
 				wantField(t, "VolumeType", string(in.VolumeType), "gp3")
