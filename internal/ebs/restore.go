@@ -101,15 +101,6 @@ func (s *Snapshotter) restoreAct(ctx context.Context, seen *restoreSeen, snapsho
 // other restore of the same snapshot.
 var restoreSession = sync.OnceValues(newCreateToken)
 
-// restoreToken is the ClientToken this process's restore session gives the CreateVolume in, in region.
-func restoreToken(region string, in *ec2.CreateVolumeInput) (string, error) {
-	session, err := restoreSession()
-	if err != nil {
-		return "", err
-	}
-	return restoreTokenOf(session, region, in), nil
-}
-
 // ValidateRestoreZone checks that the location's restoreAvailabilityZone is an available zone of
 // its region.
 func (s *Snapshotter) ValidateRestoreZone(ctx context.Context) error {

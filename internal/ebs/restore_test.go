@@ -457,8 +457,7 @@ func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
 	otherZone, otherSnap := base, base
 	otherZone.AvailabilityZone = aws.String("us-east-1b")
 	otherSnap.SnapshotId = aws.String("snap-0000000b")
-	first, err := restoreToken(srcRegion, &base)
-	wantErr(t, err)
+	first := restoreTokenOf("session", srcRegion, &base)
 	tests := []struct {
 		name     string
 		region   string
@@ -472,8 +471,7 @@ func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := restoreToken(tt.region, &tt.in)
-			wantErr(t, err)
+			got := restoreTokenOf("session", tt.region, &tt.in)
 			if (got == first) != tt.wantSame || len(got) > 64 {
 				t.Errorf("token %q, first %q: same %v, want %v (at most 64 characters)", got, first, got == first, tt.wantSame)
 			}
