@@ -46,9 +46,14 @@ type VolumeWatcher struct {
 type volumeViewKey struct{ region, backup, location string }
 
 // volumeView is one description of a backup's restored volumes in a region, through a location.
+// A description that failed answers the restore's other operations with its error for the
+// view's lifetime, as a successful one answers with the volumes, so that EC2 refusing or
+// throttling one read does not cost every operation of a reconcile its own retries.
 type volumeView struct {
 	fetched time.Time
 	volumes map[string]types.Volume
+	// err is the description that failed; statusErr the description of the initialization.
+	err, statusErr error
 	// statuses are the view's volumes' status items, described once for the view when a
 	// restore waits for initialization; asked names every volume EC2 was asked about.
 	statuses map[string]types.VolumeStatusItem
@@ -121,6 +126,9 @@ func (w *VolumeWatcher) initialization(ctx context.Context, place Place, region,
 		return nil, false, err
 	}
 	v := w.views[volumeViewKey{region, backup, place.Location}]
+	if v.statusErr != nil {
+		return nil, false, v.statusErr
+	}
 	if v.asked == nil {
 		var usable []string
 		for id, vol := range v.volumes {
@@ -136,7 +144,8 @@ func (w *VolumeWatcher) initialization(ctx context.Context, place Place, region,
 				continue // a volume EC2 does not know yet: each is asked about on its own
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("describing the initialization of the volumes restored from backup %s in %s: %w", backup, region, err)
+				v.statusErr = fmt.Errorf("describing the initialization of the volumes restored from backup %s in %s: %w", backup, region, err)
+				return nil, false, v.statusErr
 			}
 			for _, id := range batch {
 				asked[id] = true
@@ -192,14 +201,17 @@ func (w *VolumeWatcher) volume(ctx context.Context, place Place, region, backup,
 	v, ok := w.views[key]
 	if !ok || w.clock.Since(v.fetched) >= w.cacheTTL {
 		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}}, watchRead)
-		if err != nil {
-			return types.Volume{}, false, fmt.Errorf("describing the volumes restored from backup %s in %s: %w", backup, region, err)
-		}
 		v = &volumeView{fetched: w.clock.Now(), volumes: map[string]types.Volume{}}
+		if err != nil {
+			v.err = fmt.Errorf("describing the volumes restored from backup %s in %s: %w", backup, region, err)
+		}
 		for _, vol := range vols {
 			v.volumes[aws.ToString(vol.VolumeId)] = vol
 		}
 		w.views[key] = v
+	}
+	if v.err != nil {
+		return types.Volume{}, false, v.err
 	}
 	if vol, ok := v.volumes[volumeID]; ok {
 		return vol, true, nil
