@@ -253,16 +253,16 @@ func TestCreateVolumeFromSnapshotMalformedID(t *testing.T) {
 	wantErr(t, err, `"snap-nope"`)
 }
 
+// The zone of a restored volume: the backed-up volume's when the region has it available, else
+// the same letter, else the region's first available AZ. restoreAvailabilityZone wins without
+// a look at the zones (TestCreateVolumeFromSnapshot).
 func TestRestoreZone(t *testing.T) {
 	tests := []struct {
-		name, configured, volumeAZ string
-		zones                      []types.AvailabilityZone
-		zonesErr                   error
-		noCall                     bool
-		want                       string
-		wantErr                    []string
+		name, volumeAZ string
+		zones          []types.AvailabilityZone
+		want           string
+		wantErr        []string
 	}{
-		{name: "restoreAvailabilityZone wins", configured: "us-west-2c", volumeAZ: "us-west-2a", noCall: true, want: "us-west-2c"},
 		{name: "same AZ", volumeAZ: "us-west-2b", zones: westZones, want: "us-west-2b"},
 		{name: "same letter in this region", volumeAZ: "us-east-1c", zones: westZones, want: "us-west-2c"},
 		{name: "same letter not available", volumeAZ: "us-east-1d", zones: westZones, want: "us-west-2a"},
@@ -272,25 +272,40 @@ func TestRestoreZone(t *testing.T) {
 		{name: "Local Zone of another region goes to the AZ of the same letter", volumeAZ: "us-east-1-bos-1a", zones: westZones, want: "us-west-2a"},
 		{name: "Wavelength source AZ", volumeAZ: "us-east-1-wl1-bos-wlz-1", zones: westZones, want: "us-west-2a"},
 		{name: "no available zone", volumeAZ: "us-west-2a", zones: westZones[3:], wantErr: []string{"us-west-2 has no available availability zone"}},
-		{name: "listing fails", volumeAZ: "us-west-2a", zonesErr: netErr(), wantErr: []string{"availability zones of us-west-2", "connection reset"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t)
-			if !tt.noCall {
-				f.dst().serveZones(tt.zones, tt.zonesErr)
-			}
-			s := f.snapshotter(Config{Region: dstRegion, RestoreAvailabilityZone: tt.configured})
-			got, err := s.restoreZone(context.Background(), tt.volumeAZ)
+			got, err := restoreZone(dstRegion, tt.zones, tt.volumeAZ)
 			wantErr(t, err, tt.wantErr...)
 			if got != tt.want {
 				t.Errorf("zone %q, want %q", got, tt.want)
 			}
-			if err == nil && !tt.noCall {
-				// The zones are listed once per process.
-				if again, _ := s.restoreZone(context.Background(), tt.volumeAZ); again != got {
-					t.Errorf("second answer %q, want %q", again, got)
-				}
+		})
+	}
+}
+
+// The region's zones are listed once per process; a listing that fails says which region's.
+func TestZoneList(t *testing.T) {
+	tests := []struct {
+		name     string
+		zonesErr error
+		wantErr  []string
+	}{
+		{name: "listed once per process"},
+		{name: "listing fails", zonesErr: netErr(), wantErr: []string{"availability zones of us-west-2", "connection reset"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.dst().serveZones(westZones, tt.zonesErr)
+			s := f.snapshotter(Config{Region: dstRegion})
+			got, err := s.zoneList(context.Background())
+			wantErr(t, err, tt.wantErr...)
+			if err != nil {
+				return
+			}
+			if again, err := s.zoneList(context.Background()); err != nil || len(again) != len(got) {
+				t.Errorf("second listing %v (%v), want the first's %v", again, err, got)
 			}
 		})
 	}
@@ -442,8 +457,7 @@ func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
 	otherZone, otherSnap := base, base
 	otherZone.AvailabilityZone = aws.String("us-east-1b")
 	otherSnap.SnapshotId = aws.String("snap-0000000b")
-	first, err := restoreToken(srcRegion, &base)
-	wantErr(t, err)
+	first := restoreTokenOf("session", srcRegion, &base)
 	tests := []struct {
 		name     string
 		region   string
@@ -457,8 +471,7 @@ func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := restoreToken(tt.region, &tt.in)
-			wantErr(t, err)
+			got := restoreTokenOf("session", tt.region, &tt.in)
 			if (got == first) != tt.wantSame || len(got) > 64 {
 				t.Errorf("token %q, first %q: same %v, want %v (at most 64 characters)", got, first, got == first, tt.wantSame)
 			}

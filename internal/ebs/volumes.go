@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -45,9 +46,14 @@ type VolumeWatcher struct {
 type volumeViewKey struct{ region, backup, location string }
 
 // volumeView is one description of a backup's restored volumes in a region, through a location.
+// A description that failed answers the restore's other operations with its error for the
+// view's lifetime, as a successful one answers with the volumes, so that EC2 refusing or
+// throttling one read does not cost every operation of a reconcile its own retries.
 type volumeView struct {
 	fetched time.Time
 	volumes map[string]types.Volume
+	// err is the description that failed; statusErr the description of the initialization.
+	err, statusErr error
 	// statuses are the view's volumes' status items, described once for the view when a
 	// restore waits for initialization; asked names every volume EC2 was asked about.
 	statuses map[string]types.VolumeStatusItem
@@ -59,11 +65,11 @@ func NewVolumeWatcher(clients ec2api.Regional, opts ...Option) *VolumeWatcher {
 	return &VolumeWatcher{clients: clients, settings: newSettings(opts), views: map[volumeViewKey]*volumeView{}}
 }
 
-// Progress reports a restored volume of a restore: creating until EC2 reports it available;
-// then, when the location that found it waits for initialization, initializing until EC2
-// reports it 100% initialized. As for snapshots, EC2 being slow or failing never fails the
-// operation. The volume is looked for with the credentials of the restore's locations
-// (WithLocator), in order, until one lists it.
+// Progress reports a restored volume of a restore, as decideVolumeProgress decides from what
+// readVolume read: creating until EC2 reports it available; then, when the location that found
+// it waits for initialization, initializing until EC2 reports it 100% initialized. As for
+// snapshots, EC2 being slow or failing never fails the operation. The volume is looked for with
+// the credentials of the restore's locations (WithLocator), in order, until one lists it.
 func (w *VolumeWatcher) Progress(ctx context.Context, operationID string, restore *velerov1.Restore) (velero.OperationProgress, error) {
 	op, err := ParseVolumeOperationID(operationID)
 	if err != nil {
@@ -71,134 +77,43 @@ func (w *VolumeWatcher) Progress(ctx context.Context, operationID string, restor
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := w.clock.Now()
-	p := velero.OperationProgress{Updated: now, NTotal: 1, OperationUnits: volumeUnits}
+	seen := w.readVolume(ctx, op, restore)
+	d := decideVolumeProgress(seen, op, w.notFoundGrace)
+	if d.readInitialization {
+		seen.initRead = true
+		seen.initialization, seen.reported, seen.initErr = w.initialization(ctx, seen.place, op.Region, restore.Spec.BackupName, op.VolumeID)
+		d = decideVolumeProgress(seen, op, w.notFoundGrace)
+	}
+	return d.progress, d.err
+}
+
+// readVolume reads the volume of op through the restore's places, in order, until one lists it.
+func (w *VolumeWatcher) readVolume(ctx context.Context, op VolumeOperation, restore *velerov1.Restore) volumeSeen {
+	seen := volumeSeen{at: w.clock.Now(), located: w.locator != nil}
 	places := fixedPlace(w.clients, nil)
 	if w.locator != nil {
-		if places, err = w.locator.RestorePlaces(ctx, restore, op.Region); err != nil {
-			p.Completed = true
-			p.Err = err.Error()
-			return p, nil
+		if places, seen.placesErr = w.locator.RestorePlaces(ctx, restore, op.Region); seen.placesErr != nil {
+			return seen
 		}
 	}
-	var vol types.Volume
-	var found bool
-	var place Place
-	for _, place = range places {
-		if vol, found, err = w.volume(ctx, place, op.Region, restore.Spec.BackupName, op.VolumeID); found || err != nil {
+	for _, seen.place = range places {
+		if seen.vol, seen.found, seen.err = w.volume(ctx, seen.place, op.Region, restore.Spec.BackupName, op.VolumeID); seen.found || seen.err != nil {
 			break
 		}
 	}
-	var cfg RestoreConfig
-	if err == nil && found {
-		if cfg, err = parseRestore(place.Config); err != nil {
-			p.Completed = true
-			p.Err = fmt.Sprintf("location %s: %v", place.Location, err)
-			return p, nil
-		}
-	}
-	if cfg.WaitForInitialization {
-		p.NTotal, p.OperationUnits = fullyInitialized, initializationUnits
-	}
-	switch {
-	case err != nil && ec2api.IsTransient(err):
-		p.Description = "waiting for EC2: " + err.Error()
-		return p, nil
-	case err != nil:
-		return velero.OperationProgress{}, err
-	case !found && now.Sub(op.Issued) > w.notFoundGrace:
-		p.Completed = true
-		p.Err = fmt.Sprintf("restored volume %s does not exist in %s", op.VolumeID, op.Region)
-		return p, nil
-	case !found:
-		p.Description = fmt.Sprintf("waiting for EC2 to list volume %s in %s", op.VolumeID, op.Region)
-		return p, nil
-	}
-	p.Started = aws.ToTime(vol.CreateTime)
-	where := fmt.Sprintf("volume %s in %s", op.VolumeID, aws.ToString(vol.AvailabilityZone))
-	switch vol.State {
-	case types.VolumeStateAvailable, types.VolumeStateInUse:
-		if cfg.WaitForInitialization {
-			return w.initializing(ctx, p, place, op.Region, restore.Spec.BackupName, vol, where, cfg)
-		}
-		p.Completed = true
-		p.NCompleted = 1
-		p.Description = fmt.Sprintf("%s is %s", where, vol.State)
-		if aws.ToString(vol.SnapshotId) != "" {
-			p.Description += "; EBS goes on initializing it from its snapshot in the background"
-		}
-		if place.Config == nil && w.locator != nil {
-			p.Description += "; the restore's location could not be read, so whether it waits for initialization is not known"
-			if place.Note != "" {
-				p.Description += ": " + place.Note
-			}
-		}
-	case types.VolumeStateCreating:
-		p.Description = where + ": creating"
-	default:
-		p.Completed = true
-		p.Err = fmt.Sprintf("restored %s is %s", where, vol.State)
-	}
-	return p, nil
+	return seen
 }
 
-// initializing reports an available volume of a restore that waits for initialization: in
-// progress at EC2's percent until EC2 reports it 100% initialized, or reports no initialization
-// for a volume made from no snapshot. Throttling and a status EC2 does not list yet mean wait.
-func (w *VolumeWatcher) initializing(ctx context.Context, p velero.OperationProgress, place Place, region, backup string,
-	vol types.Volume, where string, cfg RestoreConfig) (velero.OperationProgress, error) {
-	details, reported, err := w.initialization(ctx, place, region, backup, aws.ToString(vol.VolumeId))
-	switch {
-	case err != nil && ec2api.IsTransient(err):
-		p.Description = fmt.Sprintf("%s is %s; waiting for EC2 to report its initialization: %v", where, vol.State, err)
-		return p, nil
-	case err != nil:
-		return velero.OperationProgress{}, err
-	case !reported:
-		p.Description = fmt.Sprintf("%s is %s; waiting for EC2 to report its initialization", where, vol.State)
-		return p, nil
-	case details == nil && aws.ToString(vol.SnapshotId) == "":
-		p.Completed = true
-		p.NCompleted = p.NTotal
-		p.Description = fmt.Sprintf("%s is %s; made from no snapshot, it has nothing to initialize", where, vol.State)
-		return p, nil
-	case details == nil:
-		p.Description = fmt.Sprintf("%s is %s; waiting for EC2 to report the initialization from snapshot %s", where, vol.State, aws.ToString(vol.SnapshotId))
-		return p, nil
-	}
-	pct := min(max(aws.ToInt64(details.Progress), 0), fullyInitialized)
-	p.NCompleted = pct
-	if pct == fullyInitialized {
-		p.Completed = true
-		p.Description = fmt.Sprintf("%s is %s and fully initialized (%s)", where, vol.State, initializationRate(details, vol, cfg))
-		return p, nil
-	}
-	p.Description = fmt.Sprintf("%s: initializing %s, %d%%", where, initializationRate(details, vol, cfg), pct)
-	if left := details.EstimatedTimeToCompleteInSeconds; left != nil {
-		p.Description += fmt.Sprintf(", about %s left", time.Duration(*left)*time.Second)
-	}
-	return p, nil
-}
+// watchReadAttempts is how many times the watcher tries each read that EC2 throttles or does
+// not answer: Bounded's backoff, at most a second between attempts, rides out several
+// throttled answers in a row well within ec2api.ItemActionCallTimeout.
+const watchReadAttempts = 6
 
-// initializationRate says how EBS initializes a volume: at its provisioned rate (as EC2 lists
-// it on the volume, else as the location asks for it), or EC2's kind of initialization.
-func initializationRate(details *types.InitializationStatusDetails, vol types.Volume, cfg RestoreConfig) string {
-	switch details.InitializationType {
-	case types.InitializationTypeProvisionedRate:
-		rate := aws.ToInt32(vol.VolumeInitializationRate)
-		if rate == 0 {
-			rate = cfg.InitializationRate
-		}
-		if rate == 0 {
-			return "at a provisioned rate"
-		}
-		return fmt.Sprintf("at %d MiB/s (provisioned)", rate)
-	case types.InitializationTypeDefault:
-		return "at EBS's default rate"
-	case types.InitializationTypeVolumeCopy:
-		return "at the rate of volume copies"
-	}
-	return fmt.Sprintf("(%s)", details.InitializationType)
+// watchRead is the per-call option of the watcher's reads: ec2api.Bounded, with
+// watchReadAttempts attempts.
+func watchRead(o *ec2.Options) {
+	ec2api.Bounded(o)
+	o.Retryer = retry.AddWithMaxAttempts(o.Retryer, watchReadAttempts)
 }
 
 // initialization returns what EC2 reports of a restored volume's initialization; reported is
@@ -211,6 +126,9 @@ func (w *VolumeWatcher) initialization(ctx context.Context, place Place, region,
 		return nil, false, err
 	}
 	v := w.views[volumeViewKey{region, backup, place.Location}]
+	if v.statusErr != nil {
+		return nil, false, v.statusErr
+	}
 	if v.asked == nil {
 		var usable []string
 		for id, vol := range v.volumes {
@@ -226,7 +144,8 @@ func (w *VolumeWatcher) initialization(ctx context.Context, place Place, region,
 				continue // a volume EC2 does not know yet: each is asked about on its own
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("describing the initialization of the volumes restored from backup %s in %s: %w", backup, region, err)
+				v.statusErr = fmt.Errorf("describing the initialization of the volumes restored from backup %s in %s: %w", backup, region, err)
+				return nil, false, v.statusErr
 			}
 			for _, id := range batch {
 				asked[id] = true
@@ -262,7 +181,7 @@ func describeVolumeStatus(ctx context.Context, c ec2api.EC2, ids []string) ([]ty
 	var all []types.VolumeStatusItem
 	p := ec2.NewDescribeVolumeStatusPaginator(c, &ec2.DescribeVolumeStatusInput{VolumeIds: ids})
 	for p.HasMorePages() {
-		page, err := p.NextPage(ctx, ec2api.Bounded)
+		page, err := p.NextPage(ctx, watchRead)
 		if err != nil {
 			return nil, err
 		}
@@ -281,20 +200,23 @@ func (w *VolumeWatcher) volume(ctx context.Context, place Place, region, backup,
 	key := volumeViewKey{region, backup, place.Location}
 	v, ok := w.views[key]
 	if !ok || w.clock.Since(v.fetched) >= w.cacheTTL {
-		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}}, ec2api.Bounded)
-		if err != nil {
-			return types.Volume{}, false, fmt.Errorf("describing the volumes restored from backup %s in %s: %w", backup, region, err)
-		}
+		vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{Filters: []types.Filter{tagFilter(TagBackup, backup)}}, watchRead)
 		v = &volumeView{fetched: w.clock.Now(), volumes: map[string]types.Volume{}}
+		if err != nil {
+			v.err = fmt.Errorf("describing the volumes restored from backup %s in %s: %w", backup, region, err)
+		}
 		for _, vol := range vols {
 			v.volumes[aws.ToString(vol.VolumeId)] = vol
 		}
 		w.views[key] = v
 	}
+	if v.err != nil {
+		return types.Volume{}, false, v.err
+	}
 	if vol, ok := v.volumes[volumeID]; ok {
 		return vol, true, nil
 	}
-	vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}}, ec2api.Bounded)
+	vols, err := describeVolumes(ctx, c, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}}, watchRead)
 	if ec2api.IsNotFound(err) || err == nil && len(vols) == 0 {
 		return types.Volume{}, false, nil
 	}

@@ -182,8 +182,8 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 		{name: "volume unknown to the status yet", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
 			errs: []error{httpErr(400, "InvalidVolume.NotFound"), httpErr(400, "InvalidVolume.NotFound")},
 			want: "waiting for EC2 to report its initialization", units: initializationUnits},
-		{name: "status throttled", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable), errs: []error{httpErr(503, "RequestLimitExceeded")},
-			want: "waiting for EC2 to report its initialization: ", units: initializationUnits},
+		{name: "a status EC2 throttles through the call's budget shows no figure, not 0%", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
+			errs: []error{httpErr(503, "RequestLimitExceeded")}, want: "waiting for EC2 to report its initialization: ", units: ""},
 		{name: "no initialization reported for a volume from a snapshot", config: waitingLocation, tagged: fromSnap(types.VolumeStateAvailable),
 			answers: statuses(noDetails), want: "waiting for EC2 to report the initialization from snapshot snap-0000000b", units: initializationUnits},
 		{name: "a volume from no snapshot has nothing to initialize", config: waitingLocation,
@@ -228,6 +228,9 @@ func TestVolumeWatcherWaitsForInitialization(t *testing.T) {
 			}
 			if p.OperationUnits == initializationUnits && p.NTotal != fullyInitialized {
 				t.Errorf("progress of %d %s, want of %d", p.NTotal, p.OperationUnits, fullyInitialized)
+			}
+			if tt.units == "" && !tt.failed && p.NTotal != 0 {
+				t.Errorf("progress %d of %d, want no figure", p.NCompleted, p.NTotal)
 			}
 		})
 	}
@@ -305,4 +308,41 @@ func checkVolumeProgress(t *testing.T, p velero.OperationProgress, err error, w 
 		t.Errorf("Completed=%v Err=%q, want completed=%v failed=%v", p.Completed, p.Err, w.completed, w.failed)
 	}
 	return true
+}
+
+// A read EC2 throttles through the call's budget answers the restore's other volumes for the
+// cache lifetime: a reconcile's operations each wait, with no figure, and EC2 is asked once,
+// not once per operation; after the cache lifetime it is asked again.
+func TestVolumeWatcherFailedReadAnswersTheRestoresOtherVolumes(t *testing.T) {
+	vols := []types.Volume{restoredFrom(restoredVol, types.VolumeStateAvailable, "snap-0000000b"), restoredFrom("vol-0aaaaaaaaaaaaaaaa", types.VolumeStateAvailable, "snap-0000000b")}
+	throttled := httpErr(503, "RequestLimitExceeded")
+	tests := []struct {
+		name                       string
+		listingErr                 error
+		wantListings, wantStatuses int
+		want                       string
+	}{
+		{name: "volumes EC2 does not list through the budget", listingErr: throttled, wantListings: 2, want: "waiting for EC2: "},
+		{name: "an initialization EC2 does not report through the budget", wantListings: 2, wantStatuses: 2, want: "waiting for EC2 to report its initialization: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			m := f.dst().m
+			m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).Times(tt.wantListings).Return(&ec2.DescribeVolumesOutput{Volumes: vols}, tt.listingErr)
+			m.EXPECT().DescribeVolumeStatus(gomock.Any(), gomock.Any(), gomock.Any()).Times(tt.wantStatuses).Return(nil, throttled)
+			loc := placesOf{{Location: "dr", Clients: f.clients(), Config: waitingLocation}}
+			w := NewVolumeWatcher(f.clients(), f.opts(WithCacheTTL(5*time.Second), WithLocator(loc))...)
+			for range 2 {
+				for _, v := range vols {
+					op := VolumeOperation{Operation{Region: dstRegion, VolumeID: aws.ToString(v.VolumeId), Issued: t0}}.String()
+					p, err := w.Progress(context.Background(), op, restoreOf(backupName))
+					if !checkVolumeProgress(t, p, err, volumeWant{want: tt.want}) || p.NTotal != 0 {
+						t.Errorf("progress %d of %d, want no figure", p.NCompleted, p.NTotal)
+					}
+				}
+				f.clk.Step(5 * time.Second)
+			}
+		})
+	}
 }

@@ -239,7 +239,7 @@ func (w *world) step(t *rapid.T, actor string) {
 	case actToolTag:
 		w.toolTag()
 	case actRestore:
-		w.restore(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"))
+		w.restoreScripted(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"), drawRestore(t))
 	}
 }
 

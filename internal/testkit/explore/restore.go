@@ -2,8 +2,14 @@ package explore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	"pgregory.net/rapid"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
@@ -16,6 +22,67 @@ import (
 // Velero core starts the plugins afresh for each restore, and the plugin's restore tokens are
 // drawn once per process; the explorer runs in one process, so it plays one restore per region
 // and run, each in a VolumeSnapshotter of its own, with Velero's retries of a PV in that restore.
+
+// A drawn restore may lose CreateVolume answers (a third of them: the window in which a
+// restore must send the same ClientToken again), and follows the restored volume through the
+// restore item action's Progress, one fresh plugin process per poll as Velero's operations
+// controller does, for a location that waits for initialization, under faults of its own.
+
+// The shape of a drawn restore.
+const (
+	// lostAnswersIn3 is how many drawn restores in three lose CreateVolume answers.
+	lostAnswersIn3 = 1
+	// maxRestorePolls bounds the Progress polls of a drawn restore's operation.
+	maxRestorePolls = 5
+)
+
+// restorePollGaps are how far the clock moves before a poll of a restore's operation: Velero's
+// sync period, or a minute.
+var restorePollGaps = []time.Duration{syncPeriod, time.Minute}
+
+// restorePollFaultActions are the reads a poll's fault may single out ("" for every request).
+var restorePollFaultActions = []string{"DescribeVolumeStatus", "DescribeVolumes", ""}
+
+// catRestoreProgressBack is the promise that EC2 throttling a poll never makes an open restore
+// operation's progress go back: the figure a poll shows is never below one an earlier poll
+// showed, and the operation never fails. A poll whose reads EC2 refused for the call's whole
+// budget shows no figure (0 of 0), as the README documents: Velero records whatever figure
+// Progress returns, fails the operation on any error, and a new plugin process does not know
+// the figure it reported before.
+const catRestoreProgressBack category = "a transient error made an open restore operation's progress go back or fail"
+
+// restoreScript is what was drawn for one restore: every lostEvery-th CreateVolume answer lost
+// (0: none), and the polls of its operation, each after a gap under its faults.
+type restoreScript struct {
+	lostEvery int
+	polls     []restorePoll
+}
+
+// restorePoll is one poll of a restore's operation.
+type restorePoll struct {
+	gap    time.Duration
+	faults faults
+}
+
+// drawRestore draws a restore's script.
+func drawRestore(t *rapid.T) restoreScript {
+	var s restoreScript
+	if rapid.IntRange(0, 2).Draw(t, "CreateVolume answers lost (<1)") < lostAnswersIn3 {
+		s.lostEvery = rapid.IntRange(1, 2).Draw(t, "CreateVolume answer lost every")
+	}
+	for range rapid.IntRange(0, maxRestorePolls).Draw(t, "restore operation polls") {
+		poll := restorePoll{gap: rapid.SampledFrom(restorePollGaps).Draw(t, "before the poll")}
+		if rapid.Bool().Draw(t, "EC2 throttles the poll") {
+			poll.faults = faults{{
+				action: rapid.SampledFrom(restorePollFaultActions).Draw(t, "throttled read"),
+				effect: faultThrottle,
+				every:  rapid.IntRange(1, 3).Draw(t, "throttled every"),
+			}}
+		}
+		s.polls = append(s.polls, poll)
+	}
+	return s
+}
 
 // restoreCall is one CreateVolumeFromSnapshot as Velero saw it.
 type restoreCall struct {
@@ -59,6 +126,22 @@ func (w *world) restorer(region string) *ebs.Snapshotter {
 	s := w.newSnapshotter(cfg, w.regional("restore", sourceAccount, true), false)
 	w.restorers[region] = s
 	return s
+}
+
+// restoreScripted is Velero restoring PV i in region as script says: CreateVolumeFromSnapshot
+// under the step's faults and the script's lost answers, then the restore item action's
+// operation on the volume it returned, polled as the script says.
+func (w *world) restoreScripted(i int, region string, script restoreScript) {
+	if script.lostEvery > 0 {
+		w.logf("ec2: every %d. CreateVolume answer lost during the restore", script.lostEvery)
+		stepFaults := w.faults
+		w.faults = append(slices.Clone(stepFaults), &faultRule{action: "CreateVolume", effect: faultLoseAnswer, every: script.lostEvery})
+		defer func() { w.faults = stepFaults }()
+	}
+	w.restore(i, region)
+	if c := w.restores[len(w.restores)-1]; c.volumeID != "" {
+		w.followRestore(c, script.polls)
+	}
 }
 
 // restore is Velero restoring PV i in region: CreateVolumeFromSnapshot with the snapshot ID it
@@ -175,4 +258,70 @@ func (w *world) checkRestores(final bool) {
 			w.violate(catRestoreLeaked, "the restore of %s returned only errors and left %v", key, vols)
 		}
 	}
+}
+
+// restoreLocation is the restore's location as the restore item action finds it: in region,
+// with the restore's credentials, waiting for initialization.
+type restoreLocation struct{ place ebs.Place }
+
+func (l restoreLocation) BackupPlaces(context.Context, *velerov1.Backup, string) ([]ebs.Place, error) {
+	return []ebs.Place{l.place}, nil
+}
+
+func (l restoreLocation) RestorePlaces(context.Context, *velerov1.Restore, string) ([]ebs.Place, error) {
+	return []ebs.Place{l.place}, nil
+}
+
+// followRestore is Velero's restore operations controller following the restore item action's
+// operation on the volume c returned: each poll in a fresh plugin process, under its own faults
+// (throttling only), until the operation ends. It checks that no poll shows a figure below one
+// an earlier poll showed, and that none fails the operation; it returns what each poll showed.
+func (w *world) followRestore(c restoreCall, polls []restorePoll) (shownByPoll []velero.OperationProgress) {
+	op := ebs.VolumeOperation{Operation: ebs.Operation{Region: c.region, VolumeID: c.volumeID, Issued: w.clk.Now()}}.String()
+	restore := &velerov1.Restore{Spec: velerov1.RestoreSpec{BackupName: backupName}}
+	clients := w.regional("restore", sourceAccount, true)
+	loc := restoreLocation{ebs.Place{Location: locationName, Clients: clients,
+		Config: map[string]string{ebs.ConfigRegion: c.region, ebs.ConfigWaitForVolumeInitialization: "true"}}}
+	stepFaults := w.faults
+	defer func() { w.faults = stepFaults }()
+	var shown int64
+	for _, poll := range polls {
+		w.advance(poll.gap)
+		w.faults = poll.faults
+		if len(poll.faults) > 0 {
+			w.logf("ec2: %v during the poll", poll.faults[0])
+		}
+		var p velero.OperationProgress
+		var err error
+		if !w.onClock(func(ctx context.Context) {
+			p, err = ebs.NewVolumeWatcher(clients, append(w.options(), ebs.WithLocator(loc))...).Progress(ctx, op, restore)
+		}) {
+			w.violate(catHung, "Progress of the restored volume %s did not return", c.volumeID)
+			return shownByPoll
+		}
+		shownByPoll = append(shownByPoll, p)
+		w.logf("velero: restore Progress %s in %s -> %d/%d %s completed=%v %q %s %v", c.volumeID, c.region, p.NCompleted, p.NTotal, p.OperationUnits, p.Completed, p.Description, p.Err, err)
+		switch {
+		case err != nil || p.Err != "":
+			w.violate(catRestoreProgressBack, "the restore operation of %s in %s failed under throttling: %s", c.volumeID, c.region, errOr(err, p.Err))
+			return shownByPoll
+		case p.NTotal > 0 && p.NCompleted < shown:
+			w.violate(catRestoreProgressBack, "the restore operation of %s in %s went from %d to %d of %d %s: %s", c.volumeID, c.region, shown, p.NCompleted, p.NTotal, p.OperationUnits, p.Description)
+		}
+		if p.NTotal > 0 {
+			shown = max(shown, p.NCompleted)
+		}
+		if p.Completed {
+			return shownByPoll
+		}
+	}
+	return shownByPoll
+}
+
+// errOr is err's message, else msg.
+func errOr(err error, msg string) string {
+	if err != nil {
+		return fmt.Sprint(err)
+	}
+	return msg
 }
