@@ -46,6 +46,8 @@ type Checker struct {
 	Identities Identities
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string
+	// Shell is where the check runs: it labels the default credential chain.
+	Shell Shell
 }
 
 // Run checks every location of the provider, or only the one named, then Velero's settings.
@@ -54,23 +56,35 @@ func (c *Checker) Run(ctx context.Context, only string) (Report, error) {
 	rep := Report{Namespace: c.Namespace}
 	var list velerov1.VolumeSnapshotLocationList
 	if err := c.Kube.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		if u := newUnreadable("", "list volumesnapshotlocations.velero.io in namespace "+c.Namespace, err); u.refused {
+			return rep, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w; grant %s to whoever runs the check", c.Namespace, err, u.grant)
+		}
 		return rep, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w", c.Namespace, err)
 	}
+	cluster := c.readCluster(ctx)
 	var mine []velerov1.VolumeSnapshotLocation
 	for _, v := range list.Items {
-		if v.Spec.Provider == c.Provider && (only == "" || v.Name == only) {
+		if v.Spec.Provider != c.Provider {
+			continue
+		}
+		cluster.locations = append(cluster.locations, v.Name)
+		if only == "" || v.Name == only {
 			mine = append(mine, v)
 		}
 	}
+	sort.Strings(cluster.locations)
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Name < mine[j].Name })
-	cluster := c.readCluster(ctx)
 	if len(mine) == 0 {
 		rep.add(Section{Title: "VolumeSnapshotLocations", Findings: []Finding{c.noLocation(only, list.Items)}})
 	}
 	for _, v := range mine {
 		rep.add(c.location(ctx, v, cluster))
 	}
-	rep.add(cluster.settings.section())
+	velero := cluster.settings.section()
+	if len(cluster.locations) > 0 {
+		velero.Findings = append(velero.Findings, defaultLocation(c.Provider, c.Namespace, cluster.locations, cluster.settings))
+	}
+	rep.add(velero)
 	return rep, nil
 }
 

@@ -64,11 +64,12 @@ func (lc *locationCheck) add(f ...Finding) { lc.findings = append(lc.findings, f
 func (lc *locationCheck) run(ctx context.Context) {
 	cfg, err := ebs.ParseConfig(lc.vsl.Spec.Config)
 	if err != nil {
-		lc.add(fail("config", err.Error(), "correct spec.config of the VolumeSnapshotLocation (README, Config reference)"))
+		lc.add(fail("config", err.Error(), configFix(lc.vsl.Spec.Config)))
 		return
 	}
 	lc.cfg = cfg
 	lc.add(pass("config", lc.configSummary()))
+	lc.add(lc.volumesInRegion())
 	if !lc.resolve(ctx) {
 		return
 	}
@@ -128,6 +129,10 @@ func (lc *locationCheck) resolve(ctx context.Context) bool {
 	}
 	lc.loc = choice.Locations[0]
 	lc.add(pass("credentials", lc.credentialsSummary()))
+	if lc.vsl.Spec.Credential == nil && !lc.Shell.InPod {
+		lc.add(warn("credentials where Velero runs", "the check used "+lc.sourceCredentialsName()+"; Velero's pod uses its own environment (its cloud-credentials Secret, IRSA or EKS Pod Identity), which may differ",
+			fmt.Sprintf("check them where Velero runs: kubectl -n %s exec deploy/%s -c %s -- /plugins/%s %s", lc.Namespace, veleroDeployment, veleroContainer, binaryName, Command)))
+	}
 	return true
 }
 
@@ -137,13 +142,13 @@ func (lc *locationCheck) credentialsSummary() string {
 	if sel := lc.vsl.Spec.Credential; sel != nil {
 		parts = append(parts, fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, sel.Name, sel.Key))
 	} else if f := lc.cfg.Credentials.File; f != "" {
-		parts = append(parts, "credentials file "+f)
+		parts = append(parts, "credentials file "+f+" of "+lc.Shell.where())
 	}
 	if p := lc.cfg.Credentials.Profile; p != "" {
 		parts = append(parts, "profile "+p)
 	}
 	if len(parts) == 0 {
-		parts = append(parts, "the default credential chain of Velero's pod")
+		parts = append(parts, lc.Shell.chain())
 	}
 	if v := lc.cfg.Vault; v.Enabled() {
 		switch {
@@ -193,11 +198,11 @@ func (lc *locationCheck) sourceCredentialsName() string {
 	case sel != nil:
 		return fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, sel.Name, sel.Key)
 	case lc.cfg.Credentials.File != "":
-		return "credentials file " + lc.cfg.Credentials.File
+		return "credentials file " + lc.cfg.Credentials.File + " of " + lc.Shell.where()
 	case lc.cfg.Credentials.Profile != "":
-		return "profile " + lc.cfg.Credentials.Profile
+		return "profile " + lc.cfg.Credentials.Profile + " of " + lc.Shell.where()
 	}
-	return "the Velero pod's default credential chain"
+	return lc.Shell.chain()
 }
 
 // vaultCredentialsName names where the vault's credentials come from.
