@@ -103,22 +103,29 @@ func TestRefusedReadsLeaveTheCheckIncomplete(t *testing.T) {
 		check   string
 		grant   string
 		code    int
+		// offPod runs the check outside a pod: a refused Secret is then its runner's lack.
+		offPod bool
 	}{
 		{"PersistentVolumes refused", []client.Object{good, deployment()}, []string{"PersistentVolumeList"},
-			"EBS volumes in us-east-1", "grant list on persistentvolumes (a ClusterRole)", ExitIncomplete},
+			"EBS volumes in us-east-1", "grant list on persistentvolumes (a ClusterRole)", ExitIncomplete, false},
 		{"Velero's Deployment refused", []client.Object{good}, []string{"Deployment"},
-			"Velero's settings", "grant get on deployments.apps in namespace velero", ExitIncomplete},
+			"Velero's settings", "grant get on deployments.apps in namespace velero", ExitIncomplete, false},
 		{"Schedules refused, with a vault lock to judge them against", []client.Object{locked, deployment("--default-backup-ttl=720h")}, []string{"ScheduleList"},
-			"backup TTL against the vault lock", "grant list on schedules.velero.io in namespace velero", ExitIncomplete},
+			"backup TTL against the vault lock", "grant list on schedules.velero.io in namespace velero", ExitIncomplete, false},
 		{"a refused read and a failure: the failure's status", []client.Object{vsl("ebs", location.DefaultProvider, map[string]string{"regoin": "us-east-1"}, ""), deployment()},
-			[]string{"Deployment"}, "Velero's settings", "grant get on deployments.apps", ExitProblems},
-		{"nothing refused", []client.Object{good, deployment()}, nil, "", "", ExitOK},
+			[]string{"Deployment"}, "Velero's settings", "grant get on deployments.apps", ExitProblems, false},
+		{"the location's Secret refused, off-pod", []client.Object{vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1"}, "cloud-credentials"), deployment()},
+			[]string{"Secret"}, "credentials", "grant get on secrets in namespace velero", ExitIncomplete, true},
+		{"the location's Secret refused to Velero's own pod: a failure", []client.Object{vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1"}, "cloud-credentials"), deployment()},
+			[]string{"Secret"}, "", "", ExitProblems, false},
+		{"nothing refused", []client.Object{good, deployment()}, nil, "", "", ExitOK, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := checker(t, srv.URL, tt.objs...)
 			c.Kube = refusing{c.Kube, tt.refused}
-			c.Shell = Shell{InPod: true}
+			c.Resolver = location.New(location.WithReader(c.Kube), location.WithNamespace("velero"), location.WithTempDir(t.TempDir()))
+			c.Shell = Shell{InPod: !tt.offPod}
 			rep, err := c.Run(t.Context(), "")
 			if err != nil {
 				t.Fatal(err)

@@ -1,9 +1,12 @@
 // Package check is the plugin's preflight check (velero-plugin-for-aws-async check): for each
-// VolumeSnapshotLocation of the plugin it finds the credentials as the item actions do, asks
-// whose they are, whether each region answers, whether every EC2 action the plugin needs there is
-// permitted (with EC2's DryRun for mutating actions, for real for reads), what the KMS keys and
-// source volumes allow, how many copy slots are in use, and how Velero's settings suit the
-// copies; each finding passes, fails with its fix, or says why it could not be checked.
+// VolumeSnapshotLocation of the plugin it checks its config (naming the key a misspelt one
+// meant), whether the cluster's EBS volumes are in its region, finds the credentials as the
+// item actions do, asks whose they are, whether each region answers, whether every EC2 action
+// the plugin needs there is permitted (with EC2's DryRun for mutating actions, for real for
+// reads), what the KMS keys and source volumes allow, how many copy slots are in use, and how
+// Velero's settings suit the copies and the provider's locations; each finding passes, fails
+// with its fix, warns, or says why it could not be checked (incomplete when the Kubernetes
+// API refused a read, with the grant that would allow it).
 //
 // It changes nothing: its EC2 clients refuse, before sending, any request that is neither a read
 // nor a dry run, and it only reads from the Kubernetes API.

@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -123,6 +125,10 @@ func (lc *locationCheck) resolve(ctx context.Context) bool {
 		lc.add(fail("credentials", err.Error(), "let Velero's service account read this location and its Secrets (README, Credentials)"))
 		return false
 	case len(choice.Locations) == 0 || choice.Locations[0].DefaultChain() || choice.Locations[0].Name != lc.vsl.Name:
+		if u := lc.secretRefused(ctx); u != nil {
+			lc.add(u.finding("credentials", ""))
+			return false
+		}
 		lc.add(fail("credentials", "the item actions would not find this location: "+choice.Note,
 			"let Velero's service account get and list volumesnapshotlocations and get secrets in "+lc.Namespace+" (README, Kubernetes permissions)"))
 		return false
@@ -134,6 +140,24 @@ func (lc *locationCheck) resolve(ctx context.Context) bool {
 			fmt.Sprintf("check them where Velero runs: kubectl -n %s exec deploy/%s -c %s -- /plugins/%s %s", lc.Namespace, veleroDeployment, veleroContainer, binaryName, Command)))
 	}
 	return true
+}
+
+// secretRefused is, when the check runs off-pod and the API refuses it the location's Secret,
+// what it could not read: the refusal is then of whoever runs the check, not of Velero's
+// service account, which the item actions use.
+func (lc *locationCheck) secretRefused(ctx context.Context) *unreadable {
+	sel := lc.vsl.Spec.Credential
+	if sel == nil || lc.Shell.InPod {
+		return nil
+	}
+	err := lc.Kube.Get(ctx, ktypes.NamespacedName{Namespace: lc.Namespace, Name: sel.Name}, &corev1.Secret{})
+	if err == nil {
+		return nil
+	}
+	if u := newUnreadable("the location's Secret "+lc.Namespace+"/"+sel.Name+" is not readable", "get on secrets in namespace "+lc.Namespace, err); u.refused {
+		return u
+	}
+	return nil
 }
 
 // credentialsSummary says where the location's credentials come from, never what they are.

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/check"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
@@ -114,5 +115,68 @@ func serverCredentials(t *testing.T, key ec2sim.AccessKey) {
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
 		t.Setenv(k, "") // restored after the test
 		_ = os.Unsetenv(k)
+	}
+}
+
+// checkRules are the Kubernetes permissions the check needs, as the README's check Role and
+// ClusterRole grant them: the locations, their Secrets, Velero's Deployment, Schedules and
+// Backups in Velero's namespace, and the cluster's PersistentVolumes.
+var checkRules = []kubeapi.Rule{
+	{Group: "velero.io", Resources: []string{"volumesnapshotlocations", "schedules", "backups"}, Verbs: []string{kubeapi.VerbList}},
+	{Group: "", Resources: []string{"secrets"}, Verbs: []string{kubeapi.VerbGet}},
+	{Group: "apps", Resources: []string{"deployments"}, Verbs: []string{kubeapi.VerbGet}},
+	{Group: "", Resources: []string{"persistentvolumes"}, Verbs: []string{kubeapi.VerbList}},
+}
+
+// The check's permissions are exactly what it reads: granted only those, it is refused
+// nothing, uses each, and passes.
+func TestCheckRulesAreExactlyWhatTheCheckReads(t *testing.T) {
+	run := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, rules: checkRules}, "json")
+	if run.code != check.ExitOK {
+		t.Errorf("exit status %d, want %d", run.code, check.ExitOK)
+	}
+	used := map[kubeapi.Access]bool{}
+	for _, q := range run.api.Accesses() {
+		if q.Code == 403 {
+			t.Errorf("the check's rules do not grant %s on %s in group %q, which it asked for", q.Verb, q.Resource, q.Group)
+		}
+		used[q.Access] = true
+	}
+	for _, rule := range checkRules {
+		for _, res := range rule.Resources {
+			for _, verb := range rule.Verbs {
+				if a := (kubeapi.Access{Group: rule.Group, Resource: res, Verb: verb}); !used[a] {
+					t.Errorf("the check's rules grant %s on %s in group %q, which it never uses", verb, res, rule.Group)
+				}
+			}
+		}
+	}
+}
+
+// Under the item actions' Role alone, the check cannot read the PersistentVolumes or Velero's
+// Deployment: it says so on "incomplete" lines naming what to grant, and exits 2, not 0.
+func TestCheckUnderTheItemActionsRoleIsIncomplete(t *testing.T) {
+	run := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, rules: readmeRole(t)}, "json")
+	if run.code != check.ExitIncomplete {
+		t.Errorf("exit status %d, want %d (incomplete)", run.code, check.ExitIncomplete)
+	}
+	grants := map[string]string{}
+	for _, s := range run.report.Sections {
+		for _, f := range s.Findings {
+			if f.Status == check.Incomplete {
+				grants[f.Check] = f.Fix
+			}
+		}
+	}
+	for c, grant := range map[string]string{
+		"EBS volumes in " + sourceRegion: "grant list on persistentvolumes",
+		"Velero's settings":              "grant get on deployments.apps in namespace " + harness.Namespace,
+	} {
+		if !strings.Contains(grants[c], grant) {
+			t.Errorf("%s: incomplete with fix %q, want one that says %q (incomplete lines: %v)", c, grants[c], grant, grants)
+		}
+	}
+	if run.report.Incomplete != len(grants) || run.report.Failures != 0 {
+		t.Errorf("report counts %d incomplete and %d failures, want %d and 0", run.report.Incomplete, run.report.Failures, len(grants))
 	}
 }
