@@ -22,30 +22,44 @@ import (
 // yamlBlock matches a fenced YAML block of a Markdown document.
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)\n```")
 
+// The names of the README's Roles: the item actions' Role, and the check's Role and ClusterRole.
+const (
+	itemActionsRole = "velero-async-aws"
+	checkRole       = "velero-async-aws-check"
+)
+
 // readmeRole returns the rules of the README's Role for the item actions.
 func readmeRole(t *testing.T) []kubeapi.Rule {
+	t.Helper()
+	return readmeRules(t, itemActionsRole)
+}
+
+// readmeRules returns the rules of the README's Roles and ClusterRoles named name.
+func readmeRules(t *testing.T, name string) []kubeapi.Rule {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var rules []kubeapi.Rule
 	for _, m := range yamlBlock.FindAllStringSubmatch(string(src), -1) {
 		for _, doc := range strings.Split(m[1], "\n---\n") {
+			// A Role's and a ClusterRole's rules read alike.
 			var role rbacv1.Role
-			if err := yaml.Unmarshal([]byte(doc), &role); err != nil || role.Kind != "Role" {
+			if err := yaml.Unmarshal([]byte(doc), &role); err != nil || (role.Kind != "Role" && role.Kind != "ClusterRole") || role.Name != name {
 				continue
 			}
-			var rules []kubeapi.Rule
 			for _, r := range role.Rules {
 				for _, g := range r.APIGroups {
 					rules = append(rules, kubeapi.Rule{Group: g, Resources: r.Resources, Verbs: r.Verbs})
 				}
 			}
-			return rules
 		}
 	}
-	t.Fatal("README.md has no Role")
-	return nil
+	if len(rules) == 0 {
+		t.Fatalf("README.md has no Role or ClusterRole %s", name)
+	}
+	return rules
 }
 
 // The README's Role for the item actions is exactly what they need: against an API server that
@@ -118,19 +132,10 @@ func serverCredentials(t *testing.T, key ec2sim.AccessKey) {
 	}
 }
 
-// checkRules are the Kubernetes permissions the check needs, as the README's check Role and
-// ClusterRole grant them: the locations, their Secrets, Velero's Deployment, Schedules and
-// Backups in Velero's namespace, and the cluster's PersistentVolumes.
-var checkRules = []kubeapi.Rule{
-	{Group: "velero.io", Resources: []string{"volumesnapshotlocations", "schedules", "backups"}, Verbs: []string{kubeapi.VerbList}},
-	{Group: "", Resources: []string{"secrets"}, Verbs: []string{kubeapi.VerbGet}},
-	{Group: "apps", Resources: []string{"deployments"}, Verbs: []string{kubeapi.VerbGet}},
-	{Group: "", Resources: []string{"persistentvolumes"}, Verbs: []string{kubeapi.VerbList}},
-}
-
-// The check's permissions are exactly what it reads: granted only those, it is refused
-// nothing, uses each, and passes.
-func TestCheckRulesAreExactlyWhatTheCheckReads(t *testing.T) {
+// The README's Role and ClusterRole for the check are exactly what it reads: granted only
+// those, it is refused nothing, uses each, and passes.
+func TestREADMECheckRolesAreExactlyWhatTheCheckReads(t *testing.T) {
+	checkRules := readmeRules(t, checkRole)
 	run := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, rules: checkRules}, "json")
 	if run.code != check.ExitOK {
 		t.Errorf("exit status %d, want %d", run.code, check.ExitOK)
