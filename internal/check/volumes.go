@@ -31,6 +31,9 @@ func (lc *locationCheck) takesBackups() (bool, string) {
 			return true, "Schedule " + s.Name + " names it"
 		}
 	}
+	if s := lc.cluster.settings; !s.known() {
+		return false, "no Schedule names it and whether it is Velero's default for " + lc.Provider + " is not known (" + s.problem.String() + "), so it is taken for a location a recovery cluster keeps for restores"
+	}
 	return false, "it is not Velero's default for " + lc.Provider + " and no Schedule names it, so it is taken for a location a recovery cluster keeps for restores"
 }
 
