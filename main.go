@@ -92,14 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 // usage lists the commands for people first, then says what the binary does without one.
 func usage(w io.Writer) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: Velero plugins for EBS snapshots that do not block backups, with cross-region and vault copies.\n\n", binaryName)
+	fmt.Fprintf(&b, "%s: Velero plugins for EBS snapshots that do not block backups,\nwith copies to a second region and a vault account.\n\n", binaryName)
 	fmt.Fprintf(&b, "Usage:\n  %s COMMAND [flags]\n\nCommands:\n", binaryName)
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(&b, "\nRun `%s COMMAND --help` for a command's flags.\n\n", binaryName)
-	fmt.Fprintf(&b, "With no command, the binary serves its plugins (%s, %s, %s) to Velero,\n"+
-		"which starts it with its server's flags (--log-level, --features, …); it is not run by hand.\n",
+	fmt.Fprintf(&b, "With no command, the binary serves Velero its plugins %s,\n%s and %s:\n"+
+		"Velero starts it with its server's flags (--log-level, --features, …). It is not run by hand.\n",
 		ebs.VolumeSnapshotterName, ebs.BackupItemActionName, ebs.RestoreItemActionName)
 	_, _ = io.WriteString(w, b.String())
 }

@@ -89,7 +89,7 @@ func TestPluginBinaryAnswersAPerson(t *testing.T) {
 		want []string
 	}{
 		{"--help lists check and version, then what it serves", []string{"--help"},
-			[]string{"Commands:\n  check ", "\n  version ", "With no command, the binary serves its plugins"}},
+			[]string{"Commands:\n  check ", "\n  version ", "With no command, the binary serves Velero its plugins"}},
 		{"version", []string{"version"}, []string{"velero-plugin-for-aws-async " + version.String() + "\n"}},
 	}
 	for _, tt := range tests {
