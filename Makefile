@@ -6,14 +6,18 @@ IMAGE      ?= velero-async/velero-plugin-for-aws:$(IMAGE_TAG)
 PLATFORMS  ?= linux/amd64,linux/arm64
 FUZZTIME   ?= 10s
 SEEDS      ?= 20000
+# The plugin's version and commit, stamped into the binary (`velero-plugin-for-aws-async version`).
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/velero-async/velero-plugin-for-aws/internal/version
 
 .PHONY: all build test demo bench fault explore fuzz e2e generate image container clean
 
 all: build
 
-## build: the plugin binary and the EC2 simulator, into $(BIN)/
+## build: the plugin binary (stamped with VERSION and COMMIT) and the EC2 simulator, into $(BIN)/
 build:
-	go build -o $(BIN)/$(PLUGIN) .
+	go build -ldflags "-X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT)" -o $(BIN)/$(PLUGIN) .
 	go build -o $(BIN)/ec2sim ./internal/testkit/cmd/ec2sim
 
 ## test: vet and every test (unit, simulator, plugin binary, Velero harness integration)
@@ -59,7 +63,7 @@ image:
 
 ## container: the multi-arch image for `velero plugin add` (needs docker buildx)
 container:
-	docker buildx build --platform $(PLATFORMS) -t $(IMAGE) .
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 clean:
 	rm -rf $(BIN) bench-results.json

@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
 // TestPluginBinaryServesItsPlugins drives the built plugin binary through Velero's own plugin
@@ -75,5 +77,32 @@ func TestPluginBinaryServesItsPlugins(t *testing.T) {
 	}
 	if _, err := bia.Progress("not-an-operation", backup); err == nil || !strings.Contains(err.Error(), "not-an-operation") {
 		t.Errorf("Progress of a malformed operation ID: got %v, want an error naming it", err)
+	}
+}
+
+// The built binary answers a person: --help lists its commands first, version prints the
+// version and commit (an unstamped build's here).
+func TestPluginBinaryAnswersAPerson(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"--help lists check and version, then what it serves", []string{"--help"},
+			[]string{"Commands:\n  check ", "\n  version ", "With no command, the binary serves Velero its plugins"}},
+		{"version", []string{"version"}, []string{"velero-plugin-for-aws-async " + version.String() + "\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := exec.Command(built.Binary, tt.args...).Output()
+			if err != nil {
+				t.Fatalf("%s %v: %v", built.Binary, tt.args, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("%v printed %q, want it to hold %q", tt.args, out, w)
+				}
+			}
+		})
 	}
 }

@@ -1,9 +1,12 @@
 // Package check is the plugin's preflight check (velero-plugin-for-aws-async check): for each
-// VolumeSnapshotLocation of the plugin it finds the credentials as the item actions do, asks
-// whose they are, whether each region answers, whether every EC2 action the plugin needs there is
-// permitted (with EC2's DryRun for mutating actions, for real for reads), what the KMS keys and
-// source volumes allow, how many copy slots are in use, and how Velero's settings suit the
-// copies; each finding passes, fails with its fix, or says why it could not be checked.
+// VolumeSnapshotLocation of the plugin it checks its config (naming the key a misspelt one
+// meant), whether the cluster's EBS volumes are in its region, finds the credentials as the
+// item actions do, asks whose they are, whether each region answers, whether every EC2 action
+// the plugin needs there is permitted (with EC2's DryRun for mutating actions, for real for
+// reads), what the KMS keys and source volumes allow, how many copy slots are in use, and how
+// Velero's settings suit the copies and the provider's locations; each finding passes, fails
+// with its fix, warns, or says why it could not be checked (incomplete when the Kubernetes
+// API refused a read, with the grant that would allow it).
 //
 // It changes nothing: its EC2 clients refuse, before sending, any request that is neither a read
 // nor a dry run, and it only reads from the Kubernetes API.
@@ -46,6 +49,8 @@ type Checker struct {
 	Identities Identities
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string
+	// Shell is where the check runs: it labels the default credential chain.
+	Shell Shell
 }
 
 // Run checks every location of the provider, or only the one named, then Velero's settings.
@@ -54,23 +59,35 @@ func (c *Checker) Run(ctx context.Context, only string) (Report, error) {
 	rep := Report{Namespace: c.Namespace}
 	var list velerov1.VolumeSnapshotLocationList
 	if err := c.Kube.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		if u := newUnreadable("", "list volumesnapshotlocations.velero.io in namespace "+c.Namespace, err); u.refused {
+			return rep, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w; grant %s to whoever runs the check", c.Namespace, err, u.grant)
+		}
 		return rep, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w", c.Namespace, err)
 	}
+	cluster := c.readCluster(ctx)
 	var mine []velerov1.VolumeSnapshotLocation
 	for _, v := range list.Items {
-		if v.Spec.Provider == c.Provider && (only == "" || v.Name == only) {
+		if v.Spec.Provider != c.Provider {
+			continue
+		}
+		cluster.locations = append(cluster.locations, v.Name)
+		if only == "" || v.Name == only {
 			mine = append(mine, v)
 		}
 	}
+	sort.Strings(cluster.locations)
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Name < mine[j].Name })
-	cluster := c.readCluster(ctx)
 	if len(mine) == 0 {
 		rep.add(Section{Title: "VolumeSnapshotLocations", Findings: []Finding{c.noLocation(only, list.Items)}})
 	}
 	for _, v := range mine {
 		rep.add(c.location(ctx, v, cluster))
 	}
-	rep.add(cluster.settings.section())
+	velero := cluster.settings.section()
+	if len(cluster.locations) > 0 {
+		velero.Findings = append(velero.Findings, defaultLocation(c.Provider, c.Namespace, cluster.locations, cluster.settings))
+	}
+	rep.add(velero)
 	return rep, nil
 }
 

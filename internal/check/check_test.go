@@ -84,6 +84,8 @@ func TestRunNamesWhatIsWrongWithEachLocation(t *testing.T) {
 		{"its Secret is missing", []client.Object{good}, "", []string{"credentials"}, "kubectl -n velero create secret generic cloud-credentials --from-file=cloud="},
 		{"its config is wrong", []client.Object{vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1", "copyToRegion": "us-east-1"}, "")}, "",
 			[]string{"config"}, "Config reference"},
+		{"a misspelt config key", []client.Object{vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1", "copyToRegoin": "us-west-2"}, "")}, "",
+			[]string{"config"}, "did you mean `copyToRegion`?"},
 		{"a good location", []client.Object{good, secret, deployment()}, "", nil, ""},
 	}
 	for _, tt := range tests {
@@ -196,22 +198,26 @@ func TestTheGuardSendsOnlyReadsAndDryRuns(t *testing.T) {
 }
 
 func TestReportOutputs(t *testing.T) {
-	var rep Report
-	rep.Namespace = "velero"
+	rep := Report{Namespace: "velero", Plugin: "v0.1.0 (commit 0123abc)"}
 	rep.add(Section{Title: "VolumeSnapshotLocation velero/ebs", Location: "ebs", Findings: []Finding{
 		pass("ec2:CreateSnapshot in us-east-1", "permitted (dry run on vol-1)"),
 		fail("ec2:DeleteTags in us-east-1", "refused (UnauthorizedOperation)", `allow "ec2:DeleteTags"`),
+		warn("credentials where Velero runs", "the check used this shell's default credential chain", "check them where Velero runs"),
 		notChecked("copyKmsKeyId k usable", "EC2 checks KMS keys only when a copy runs"),
+		incomplete("EBS volumes in us-east-1", "the cluster's PersistentVolumes are not readable (forbidden)", "grant list on persistentvolumes"),
 	}})
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	want := "VolumeSnapshotLocation velero/ebs\n" +
+	want := "velero-plugin-for-aws-async v0.1.0 (commit 0123abc)\n\n" +
+		"VolumeSnapshotLocation velero/ebs\n" +
 		"  ✓ ec2:CreateSnapshot in us-east-1: permitted (dry run on vol-1)\n" +
 		"  ✗ ec2:DeleteTags in us-east-1: refused (UnauthorizedOperation) — fix: allow \"ec2:DeleteTags\"\n" +
+		"  ! credentials where Velero runs: the check used this shell's default credential chain — fix: check them where Velero runs\n" +
 		"  not checked copyKmsKeyId k usable: EC2 checks KMS keys only when a copy runs\n" +
-		"\n1 problem found.\n"
+		"  incomplete EBS volumes in us-east-1: the cluster's PersistentVolumes are not readable (forbidden) — fix: grant list on persistentvolumes\n" +
+		"\n1 problem found, 1 warning; 1 check incomplete.\n"
 	if text.String() != want {
 		t.Errorf("text:\n%s\nwant:\n%s", text.String(), want)
 	}
@@ -220,9 +226,34 @@ func TestReportOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Failures != 1 || len(back.Sections) != 1 || back.Sections[0].Findings[1].Status != Fail ||
-		back.Sections[0].Findings[2].Status != NotChecked || !strings.Contains(js.String(), `"status": "not checked"`) {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Failures != 1 || back.Warnings != 1 || back.Incomplete != 1 || back.Plugin != rep.Plugin ||
+		len(back.Sections) != 1 || back.Sections[0].Findings[1].Status != Fail || back.Sections[0].Findings[3].Status != NotChecked ||
+		!strings.Contains(js.String(), `"status": "not checked"`) || !strings.Contains(js.String(), `"status": "warning"`) || !strings.Contains(js.String(), `"status": "incomplete"`) {
 		t.Errorf("JSON %s (%v)", js.String(), err)
+	}
+}
+
+// The exit status: a failure first, then a check left incomplete; warnings and lines not
+// checked leave it 0.
+func TestExitStatus(t *testing.T) {
+	tests := []struct {
+		name     string
+		findings []Finding
+		want     int
+	}{
+		{"every line passes", []Finding{pass("a", "")}, ExitOK},
+		{"a warning and a line not checked", []Finding{warn("a", "", ""), notChecked("b", "")}, ExitOK},
+		{"a read refused", []Finding{pass("a", ""), incomplete("b", "", "grant")}, ExitIncomplete},
+		{"a failure and a read refused", []Finding{fail("a", "", "fix"), incomplete("b", "", "grant")}, ExitProblems},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rep Report
+			rep.add(Section{Title: "s", Findings: tt.findings})
+			if got := rep.ExitCode(); got != tt.want {
+				t.Errorf("exit status %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
 // Command is the subcommand's name: the first argument of the plugin binary.
@@ -25,13 +26,21 @@ const Command = "check"
 
 // Exit statuses.
 const (
-	// ExitOK: every finding passed or could not be checked.
+	// ExitOK: no finding failed and every check could read what it needs (warnings and lines
+	// not checked allowed).
 	ExitOK = 0
 	// ExitProblems: at least one finding failed.
 	ExitProblems = 1
-	// ExitError: the check could not run (bad flags, no Kubernetes API).
+	// ExitError: the check could not run (bad flags, no Kubernetes API, the locations not
+	// listable).
 	ExitError = 2
+	// ExitIncomplete: no finding failed, but the Kubernetes API refused a read a check needs
+	// (an "incomplete" line, whose fix says what to grant).
+	ExitIncomplete = ExitError
 )
+
+// binaryName is the plugin binary's, which the text output names with its version.
+const binaryName = "velero-plugin-for-aws-async"
 
 // Output formats.
 const (
@@ -54,8 +63,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: velero-plugin-for-aws-async check [flags]\n\n"+
 			"Checks every VolumeSnapshotLocation of this plugin before the first backup: credentials, accounts,\n"+
-			"regions, the EC2 permissions (dry runs), KMS keys, copy slots and Velero's settings. It creates,\n"+
-			"changes and deletes nothing. Exit status: %d no problem, %d problems found, %d the check could not run.\n\n",
+			"regions, the cluster's EBS volumes, the EC2 permissions (dry runs), KMS keys, copy slots and Velero's\n"+
+			"settings. It creates, changes and deletes nothing. Exit status: %d no problem (warnings allowed),\n"+
+			"%d problems found, %d the check could not run or could not read what it needs (an \"incomplete\" line).\n\n",
 			ExitOK, ExitProblems, ExitError)
 		fs.PrintDefaults()
 	}
@@ -78,6 +88,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %v\n", err)
 		return ExitError
 	}
+	rep.Plugin = version.String()
 	write := rep.WriteText
 	if *output == outputJSON {
 		write = rep.WriteJSON
@@ -86,10 +97,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %v\n", err)
 		return ExitError
 	}
-	if rep.Failed() {
-		return ExitProblems
-	}
-	return ExitOK
+	return rep.ExitCode()
 }
 
 func defaultNamespace() string {
@@ -120,6 +128,7 @@ func run(ctx context.Context, kubeconfig, namespace, only string, stderr io.Writ
 			location.WithTempDir(tmp), location.WithLogger(log)),
 		Clients: factory, Identities: factory,
 		Namespace: namespace, Provider: location.DefaultProvider,
+		Shell: shellOf(os.Getenv, fileExists),
 	}
 	return c.Run(ctx, only)
 }
@@ -146,4 +155,10 @@ func newKubeReader(kubeconfig string) (client.Reader, error) {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	return c, nil
+}
+
+// fileExists reports whether path names something the check can stat.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

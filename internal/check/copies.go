@@ -167,7 +167,7 @@ func (lc *locationCheck) timeouts() []timeout {
 	s := lc.cluster.settings
 	who := "--" + flagItemOperationTimeout
 	if !s.known() {
-		who += " (Velero's default; " + s.problem + ")"
+		who += " (Velero's default; " + s.problem.String() + ")"
 	}
 	out := []timeout{{who: who, d: s.itemOperationTimeout, flag: true}}
 	for _, sch := range lc.schedules() {

@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -64,11 +66,12 @@ func (lc *locationCheck) add(f ...Finding) { lc.findings = append(lc.findings, f
 func (lc *locationCheck) run(ctx context.Context) {
 	cfg, err := ebs.ParseConfig(lc.vsl.Spec.Config)
 	if err != nil {
-		lc.add(fail("config", err.Error(), "correct spec.config of the VolumeSnapshotLocation (README, Config reference)"))
+		lc.add(fail("config", err.Error(), configFix(lc.vsl.Spec.Config)))
 		return
 	}
 	lc.cfg = cfg
 	lc.add(pass("config", lc.configSummary()))
+	lc.add(lc.volumesInRegion())
 	if !lc.resolve(ctx) {
 		return
 	}
@@ -122,13 +125,39 @@ func (lc *locationCheck) resolve(ctx context.Context) bool {
 		lc.add(fail("credentials", err.Error(), "let Velero's service account read this location and its Secrets (README, Credentials)"))
 		return false
 	case len(choice.Locations) == 0 || choice.Locations[0].DefaultChain() || choice.Locations[0].Name != lc.vsl.Name:
+		if u := lc.secretRefused(ctx); u != nil {
+			lc.add(u.finding("credentials", ""))
+			return false
+		}
 		lc.add(fail("credentials", "the item actions would not find this location: "+choice.Note,
 			"let Velero's service account get and list volumesnapshotlocations and get secrets in "+lc.Namespace+" (README, Kubernetes permissions)"))
 		return false
 	}
 	lc.loc = choice.Locations[0]
 	lc.add(pass("credentials", lc.credentialsSummary()))
+	if lc.vsl.Spec.Credential == nil && !lc.Shell.InPod {
+		lc.add(warn("credentials where Velero runs", "the check used "+lc.sourceCredentialsName()+"; Velero's pod uses its own environment (its cloud-credentials Secret, IRSA or EKS Pod Identity), which may differ",
+			fmt.Sprintf("check them where Velero runs: kubectl -n %s exec deploy/%s -c %s -- /plugins/%s %s", lc.Namespace, veleroDeployment, veleroContainer, binaryName, Command)))
+	}
 	return true
+}
+
+// secretRefused is, when the check runs off-pod and the API refuses it the location's Secret,
+// what it could not read: the refusal is then of whoever runs the check, not of Velero's
+// service account, which the item actions use.
+func (lc *locationCheck) secretRefused(ctx context.Context) *unreadable {
+	sel := lc.vsl.Spec.Credential
+	if sel == nil || lc.Shell.InPod {
+		return nil
+	}
+	err := lc.Kube.Get(ctx, ktypes.NamespacedName{Namespace: lc.Namespace, Name: sel.Name}, &corev1.Secret{})
+	if err == nil {
+		return nil
+	}
+	if u := newUnreadable("the location's Secret "+lc.Namespace+"/"+sel.Name+" is not readable", "get on secrets in namespace "+lc.Namespace, err); u.refused {
+		return u
+	}
+	return nil
 }
 
 // credentialsSummary says where the location's credentials come from, never what they are.
@@ -137,13 +166,13 @@ func (lc *locationCheck) credentialsSummary() string {
 	if sel := lc.vsl.Spec.Credential; sel != nil {
 		parts = append(parts, fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, sel.Name, sel.Key))
 	} else if f := lc.cfg.Credentials.File; f != "" {
-		parts = append(parts, "credentials file "+f)
+		parts = append(parts, "credentials file "+f+" of "+lc.Shell.where())
 	}
 	if p := lc.cfg.Credentials.Profile; p != "" {
 		parts = append(parts, "profile "+p)
 	}
 	if len(parts) == 0 {
-		parts = append(parts, "the default credential chain of Velero's pod")
+		parts = append(parts, lc.Shell.chain())
 	}
 	if v := lc.cfg.Vault; v.Enabled() {
 		switch {
@@ -193,11 +222,11 @@ func (lc *locationCheck) sourceCredentialsName() string {
 	case sel != nil:
 		return fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, sel.Name, sel.Key)
 	case lc.cfg.Credentials.File != "":
-		return "credentials file " + lc.cfg.Credentials.File
+		return "credentials file " + lc.cfg.Credentials.File + " of " + lc.Shell.where()
 	case lc.cfg.Credentials.Profile != "":
-		return "profile " + lc.cfg.Credentials.Profile
+		return "profile " + lc.cfg.Credentials.Profile + " of " + lc.Shell.where()
 	}
-	return "the Velero pod's default credential chain"
+	return lc.Shell.chain()
 }
 
 // vaultCredentialsName names where the vault's credentials come from.

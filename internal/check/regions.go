@@ -76,7 +76,7 @@ func (lc *locationCheck) sourceRegion(ctx context.Context, p *place) {
 func (lc *locationCheck) describeSources(ctx context.Context, p *place) Finding {
 	inputs := []*ec2.DescribeVolumesInput{{MaxResults: aws.Int32(listPage)}}
 	detail := ""
-	if lc.cluster.pvProblem == "" {
+	if lc.cluster.pvs == nil {
 		ids := lc.cluster.volumesIn(p.region)
 		if len(ids) == 0 {
 			out, err := p.c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{MaxResults: aws.Int32(ownPage)})
@@ -106,7 +106,7 @@ func (lc *locationCheck) describeSources(ctx context.Context, p *place) Finding 
 		lc.volume = aws.ToString(lc.sources[0].VolumeId)
 	}
 	if detail == "" {
-		detail = plural(len(lc.sources), "volume") + " of the account in " + p.region + "; " + lc.cluster.pvProblem
+		detail = plural(len(lc.sources), "volume") + " of the account in " + p.region + "; " + lc.cluster.pvs.String()
 	}
 	return p.verdict("DescribeVolumes", p.statement, false, detail, nil)
 }

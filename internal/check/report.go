@@ -2,7 +2,6 @@ package check
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -11,11 +10,15 @@ import (
 // Status is a finding's verdict.
 type Status string
 
-// The verdicts. NotChecked is never a pass: the check could not show either way.
+// The verdicts. NotChecked and Incomplete are never a pass: the check could not show either
+// way; Incomplete because it could not read what it needs (the Kubernetes API refused it),
+// which the finding's fix grants.
 const (
 	Pass       Status = "pass"
 	Fail       Status = "fail"
+	Warn       Status = "warning"
 	NotChecked Status = "not checked"
+	Incomplete Status = "incomplete"
 )
 
 // symbol is how the text output shows a status.
@@ -25,8 +28,10 @@ func (s Status) symbol() string {
 		return "✓"
 	case Fail:
 		return "✗"
+	case Warn:
+		return "!"
 	}
-	return "not checked"
+	return string(s)
 }
 
 // Finding is one line of the report.
@@ -52,18 +57,27 @@ type Section struct {
 
 // Report is what a check found.
 type Report struct {
+	// Plugin is the plugin's version and commit, as its version command prints them.
+	Plugin string `json:"plugin,omitempty"`
 	// Namespace is Velero's namespace.
 	Namespace string    `json:"namespace"`
 	Sections  []Section `json:"sections"`
-	// Failures counts the findings that failed.
-	Failures int `json:"failures"`
+	// Failures, Warnings and Incomplete count the findings of each of those statuses.
+	Failures   int `json:"failures"`
+	Warnings   int `json:"warnings"`
+	Incomplete int `json:"incomplete"`
 }
 
-// add appends a section and counts its failures.
+// add appends a section and counts its findings.
 func (r *Report) add(s Section) {
 	for _, f := range s.Findings {
-		if f.Status == Fail {
+		switch f.Status {
+		case Fail:
 			r.Failures++
+		case Warn:
+			r.Warnings++
+		case Incomplete:
+			r.Incomplete++
 		}
 	}
 	r.Sections = append(r.Sections, s)
@@ -72,9 +86,26 @@ func (r *Report) add(s Section) {
 // Failed reports whether any finding failed.
 func (r Report) Failed() bool { return r.Failures > 0 }
 
-// WriteText writes the report as text: a heading per section and one line per finding.
+// ExitCode is the check's exit status for the report: ExitProblems when a finding failed, else
+// ExitIncomplete when the check could not read what it needs, else ExitOK (warnings and
+// lines not checked included).
+func (r Report) ExitCode() int {
+	switch {
+	case r.Failures > 0:
+		return ExitProblems
+	case r.Incomplete > 0:
+		return ExitIncomplete
+	}
+	return ExitOK
+}
+
+// WriteText writes the report as text: the plugin's version, a heading per section, one line
+// per finding and a summary.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
+	if r.Plugin != "" {
+		b.WriteString(binaryName + " " + r.Plugin + "\n\n")
+	}
 	for i, s := range r.Sections {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -84,16 +115,25 @@ func (r Report) WriteText(w io.Writer) error {
 			b.WriteString(f.line() + "\n")
 		}
 	}
-	switch r.Failures {
-	case 0:
-		b.WriteString("\nNo problem found.\n")
-	case 1:
-		b.WriteString("\n1 problem found.\n")
-	default:
-		fmt.Fprintf(&b, "\n%d problems found.\n", r.Failures)
-	}
+	b.WriteString("\n" + r.summary() + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// summary is the report's last line: the problems found, then the warnings and the checks
+// left incomplete, when there are any.
+func (r Report) summary() string {
+	s := "No problem found"
+	if r.Failures > 0 {
+		s = plural(r.Failures, "problem") + " found"
+	}
+	if r.Warnings > 0 {
+		s += ", " + plural(r.Warnings, "warning")
+	}
+	if r.Incomplete > 0 {
+		s += "; " + plural(r.Incomplete, "check") + " incomplete"
+	}
+	return s + "."
 }
 
 // line is the finding as one line of text.
@@ -124,8 +164,16 @@ func fail(check, detail, fix string) Finding {
 	return Finding{Check: check, Status: Fail, Detail: detail, Fix: fix}
 }
 
+func warn(check, detail, fix string) Finding {
+	return Finding{Check: check, Status: Warn, Detail: detail, Fix: fix}
+}
+
 func notChecked(check, why string) Finding {
 	return Finding{Check: check, Status: NotChecked, Detail: why}
+}
+
+func incomplete(check, why, grant string) Finding {
+	return Finding{Check: check, Status: Incomplete, Detail: why, Fix: grant}
 }
 
 // human writes a duration as Velero's flags take it, without zero minutes and seconds: 4h, 1h30m, 90s.

@@ -3,7 +3,6 @@ package check
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -39,7 +38,7 @@ func (lc *locationCheck) lockAgainstTTL() {
 		found = true
 		who := "--" + flagDefaultBackupTTL
 		if !s.known() {
-			who += " (Velero's default; " + s.problem + ")"
+			who += " (Velero's default; " + s.problem.String() + ")"
 		}
 		lc.add(fail(check, fmt.Sprintf("%s %s is %s", who, human(s.defaultTTL), kept),
 			fmt.Sprintf("--%s=%s in the Velero server's arguments, or a shorter %s", flagDefaultBackupTTL, human(lock), ebs.ConfigVaultLockDurationDays)))
@@ -64,9 +63,9 @@ func (lc *locationCheck) lockAgainstTTL() {
 	}
 	switch {
 	case found:
-	case lc.cluster.scheduleProblem != "" || lc.cluster.backupProblem != "":
-		lc.add(notChecked(check, fmt.Sprintf("--%s %s is not shorter than the %d-day lock; %s", flagDefaultBackupTTL, human(s.defaultTTL), lc.cfg.Vault.Lock.Days,
-			strings.Join(slices.DeleteFunc([]string{lc.cluster.scheduleProblem, lc.cluster.backupProblem}, func(p string) bool { return p == "" }), "; "))))
+	case lc.cluster.scheduleProblem != nil || lc.cluster.backupProblem != nil:
+		lc.add(joinUnreadable(lc.cluster.scheduleProblem, lc.cluster.backupProblem).finding(check,
+			fmt.Sprintf("--%s %s is not shorter than the %d-day lock", flagDefaultBackupTTL, human(s.defaultTTL), lc.cfg.Vault.Lock.Days)))
 	default:
 		lc.add(pass(check, fmt.Sprintf("--%s %s and the TTLs of the Schedules (%d) and Backups that may use the location are not shorter than the %d-day lock",
 			flagDefaultBackupTTL, human(s.defaultTTL), len(lc.schedules()), lc.cfg.Vault.Lock.Days)))

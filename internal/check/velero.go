@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ const (
 	flagSyncPeriod           = "item-operation-sync-frequency"
 	flagItemBlockWorkers     = "item-block-worker-count"
 	flagDefaultBackupTTL     = "default-backup-ttl"
+	flagDefaultLocations     = "default-volume-snapshot-locations"
 
 	defaultItemOperationTimeout = 4 * time.Hour
 	defaultSyncPeriod           = 10 * time.Second
@@ -39,7 +41,9 @@ const (
 type settings struct {
 	// deployment is "namespace/name"; problem, when set, why the settings are not known.
 	deployment string
-	problem    string
+	problem    *unreadable
+	// defaultLocations are --default-volume-snapshot-locations: a location name per provider.
+	defaultLocations map[string]string
 
 	itemOperationTimeout, syncPeriod, defaultTTL time.Duration
 	itemBlockWorkers                             int
@@ -48,7 +52,7 @@ type settings struct {
 }
 
 // known reports whether the settings were read.
-func (s settings) known() bool { return s.problem == "" }
+func (s settings) known() bool { return s.problem == nil }
 
 // readSettings reads Velero's Deployment and parses its server's flags.
 func (c *Checker) readSettings(ctx context.Context) settings {
@@ -59,18 +63,19 @@ func (c *Checker) readSettings(ctx context.Context) settings {
 	}
 	var d appsv1.Deployment
 	if err := c.Kube.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: veleroDeployment}, &d); err != nil {
-		s.problem = "Velero's Deployment " + s.deployment + " is not readable (" + err.Error() + ")"
+		s.problem = newUnreadable("Velero's Deployment "+s.deployment+" is not readable", "get on deployments.apps in namespace "+c.Namespace, err)
 		return s
 	}
 	ctr, ok := serverContainer(d.Spec.Template.Spec.Containers)
 	if !ok {
-		s.problem = "Deployment " + s.deployment + " has no container " + veleroContainer
+		s.problem = &unreadable{problem: "Deployment " + s.deployment + " has no container " + veleroContainer}
 		return s
 	}
 	flags := parseFlags(append(append([]string(nil), ctr.Command...), ctr.Args...))
 	s.itemOperationTimeout = s.duration(flags, flagItemOperationTimeout, s.itemOperationTimeout)
 	s.syncPeriod = s.duration(flags, flagSyncPeriod, s.syncPeriod)
 	s.defaultTTL = s.duration(flags, flagDefaultBackupTTL, s.defaultTTL)
+	s.defaultLocations = providerLocations(flags[flagDefaultLocations])
 	if v, ok := flags[flagItemBlockWorkers]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -130,7 +135,7 @@ func (s *settings) duration(flags map[string]string, name string, def time.Durat
 func (s settings) section() Section {
 	sec := Section{Title: "Velero server (Deployment " + s.deployment + ")"}
 	if !s.known() {
-		sec.Findings = append(sec.Findings, notChecked("Velero's settings", s.problem+"; Velero's defaults are assumed"))
+		sec.Findings = append(sec.Findings, s.problem.finding("Velero's settings", "Velero's defaults are assumed"))
 		return sec
 	}
 	sec.Findings = append(sec.Findings, s.bad...)
@@ -151,4 +156,41 @@ func (s settings) section() Section {
 		pass("--"+flagItemOperationTimeout, human(s.itemOperationTimeout)+" (judged against each location's copies above)"),
 		pass("--"+flagDefaultBackupTTL, human(s.defaultTTL)))
 	return sec
+}
+
+// providerLocations parses --default-volume-snapshot-locations: provider:name pairs, separated
+// by commas, as Velero's flag reads them.
+func providerLocations(v string) map[string]string {
+	out := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		if provider, name, ok := strings.Cut(strings.TrimSpace(pair), ":"); ok && provider != "" {
+			out[provider] = name
+		}
+	}
+	return out
+}
+
+// defaultLocation judges the provider's default location. With several locations of the
+// provider and none the default, Velero fails every backup that names none of them
+// ("provider … has more than one possible volume snapshot location, and none were specified
+// explicitly or as a default"); a default that names no location fails them too.
+func defaultLocation(provider, namespace string, locations []string, s settings) Finding {
+	check := "--" + flagDefaultLocations
+	name, set := s.defaultLocations[provider]
+	patch := fmt.Sprintf("kubectl -n %s patch deployment %s --type json -p '[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--%s=%s:%s\"}]'",
+		namespace, veleroDeployment, flagDefaultLocations, provider, "NAME")
+	fix := patch + ", NAME the location backups go to (keep any other provider's pair in one flag, provider:name,provider:name; Helm: configuration.defaultVolumeSnapshotLocations), or name the location in every backup and Schedule (--volume-snapshot-locations)"
+	switch {
+	case set && slices.Contains(locations, name):
+		return pass(check, provider+":"+name+": backups that name no location of "+provider+" use it")
+	case set:
+		return fail(check, fmt.Sprintf("%s:%s names no VolumeSnapshotLocation of %s in %s (%s): Velero fails every backup that names none", provider, name, provider, namespace, shortList(locations)),
+			fix)
+	case len(locations) == 1:
+		return pass(check, locations[0]+" is the only location of "+provider+": backups that name none use it")
+	case !s.known():
+		return s.problem.finding(check, fmt.Sprintf("%d locations of %s (%s); whether one is the default is not known", len(locations), provider, shortList(locations)))
+	}
+	return warn(check, fmt.Sprintf("%d locations of %s (%s) and none is the default: Velero fails every backup that names none of them (\"provider %s has more than one possible volume snapshot location, and none were specified explicitly or as a default\")",
+		len(locations), provider, shortList(locations), provider), fix)
 }

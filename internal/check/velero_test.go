@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
 
 // fakeKube is a cluster holding objs, read as the check reads it.
@@ -188,5 +189,54 @@ func TestHumanDurations(t *testing.T) {
 		if got := human(d); got != want {
 			t.Errorf("human(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// Several locations of the provider need a default, or Velero fails every backup that names
+// none of them.
+func TestDefaultLocationOfTheProvider(t *testing.T) {
+	const provider = "velero-async.io/aws"
+	loc := func(name string) *velerov1.VolumeSnapshotLocation {
+		return &velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: name},
+			Spec: velerov1.VolumeSnapshotLocationSpec{Provider: provider, Config: map[string]string{"region": "us-east-1"}}}
+	}
+	tests := []struct {
+		name      string
+		locations []string
+		kube      func(t *testing.T, objs ...client.Object) client.Reader
+		args      []string
+		status    Status
+		detail    string
+		fix       string
+	}{
+		{"one location: backups use it", []string{"ebs"}, fakeKube, nil, Pass, "ebs is the only location of velero-async.io/aws", ""},
+		{"several, one the default: backups use it", []string{"ebs", "dr"}, fakeKube, []string{"--default-volume-snapshot-locations=aws:default,velero-async.io/aws:ebs"},
+			Pass, "velero-async.io/aws:ebs", ""},
+		{"several and no default: a warning with the patch", []string{"ebs", "dr", "vault"}, fakeKube, []string{"--default-volume-snapshot-locations=aws:default"},
+			Warn, "3 locations of velero-async.io/aws (dr, ebs, vault) and none is the default: Velero fails every backup that names none of them",
+			`kubectl -n velero patch deployment velero --type json -p '[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--default-volume-snapshot-locations=velero-async.io/aws:NAME"}]'`},
+		{"a default that names no location: fails", []string{"ebs", "dr"}, fakeKube, []string{"--default-volume-snapshot-locations", "velero-async.io/aws:gone"},
+			Fail, "velero-async.io/aws:gone names no VolumeSnapshotLocation", "--default-volume-snapshot-locations=velero-async.io/aws:NAME"},
+		{"several and the Deployment refused: incomplete", []string{"ebs", "dr"},
+			func(t *testing.T, objs ...client.Object) client.Reader {
+				return refusing{fakeKube(t, objs...), []string{"Deployment"}}
+			}, nil, Incomplete, "whether one is the default is not known", "grant get on deployments.apps in namespace velero"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []client.Object{deployment(tt.args...)}
+			for _, n := range tt.locations {
+				objs = append(objs, loc(n))
+			}
+			c := &Checker{Kube: tt.kube(t, objs...), Namespace: "velero", Provider: provider, Resolver: location.New(location.WithReader(fakeKube(t)))}
+			rep, err := c.Run(t.Context(), "none") // no location checked: the settings only
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := findingOf(t, rep, "--default-volume-snapshot-locations")
+			if f.Status != tt.status || !strings.Contains(f.Detail, tt.detail) || !strings.Contains(f.Fix, tt.fix) {
+				t.Errorf("%s: %s (%s) — fix: %s; want %s with %q and fix %q", f.Check, f.Status, f.Detail, f.Fix, tt.status, tt.detail, tt.fix)
+			}
+		})
 	}
 }

@@ -48,6 +48,10 @@ var knownConfigKeys = []string{
 	ConfigVolumeInitializationRate, ConfigWaitForVolumeInitialization, ConfigVolumeInitializationFallback,
 }
 
+// ConfigKeys are the VolumeSnapshotLocation config keys the plugin knows, in the order its
+// errors list them.
+func ConfigKeys() []string { return slices.Clone(knownConfigKeys) }
+
 // tagCarriedKeys are the config keys whose values ride on every source snapshot as a tag (the
 // copy intent) and are not validated otherwise: a value longer than a tag value could not be
 // carried in full.

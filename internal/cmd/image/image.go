@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
 const (
@@ -82,15 +84,38 @@ func parsePlatforms(list string) ([]v1.Platform, error) {
 	return platforms, nil
 }
 
-// goBuild cross-compiles pkg for platform as the Dockerfile does: static (CGO_ENABLED=0),
-// -trimpath and stripped.
-func goBuild(ctx context.Context, platform v1.Platform, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform.OS, "GOARCH="+platform.Architecture)
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s for %s: %w\n%s", pkg, platform, err, output)
+// stamp is the version and commit the plugin is stamped with (internal/version); an empty
+// value leaves the unstamped one.
+type stamp struct{ version, commit string }
+
+// gitStamp is the source's stamp as `make build` makes it: `git describe --tags --always
+// --dirty` and the commit. Outside a git work tree (a source archive) the plugin stays unstamped.
+func gitStamp(ctx context.Context) stamp {
+	var s stamp
+	if out, err := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty").Output(); err == nil {
+		s.version = strings.TrimSpace(string(out))
 	}
-	return nil
+	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output(); err == nil {
+		s.commit = strings.TrimSpace(string(out))
+	}
+	return s
+}
+
+// goBuild returns the compileFunc that cross-compiles as the Dockerfile does: static
+// (CGO_ENABLED=0), -trimpath and stripped, the plugin stamped with st.
+func goBuild(st stamp) compileFunc {
+	return func(ctx context.Context, platform v1.Platform, pkg, out string) error {
+		ldflags := "-s -w"
+		if f := version.LDFlags(st.version, st.commit); pkg == pluginPackage && f != "" {
+			ldflags += " " + f
+		}
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform.OS, "GOARCH="+platform.Architecture)
+		if output, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s for %s: %w\n%s", pkg, platform, err, output)
+		}
+		return nil
+	}
 }
 
 // buildIndex builds the image of each platform under work with compile and returns their OCI

@@ -5,6 +5,9 @@
 // to an OCI image layout directory that crane or skopeo can push.
 //
 //	go run ./internal/cmd/image -out _output/image -platforms linux/amd64,linux/arm64 -tag v0.1.0
+//
+// The plugin is stamped with the source's version and commit from git, as `make build` does
+// (-version and -commit override them).
 package main
 
 import (
@@ -33,18 +36,28 @@ func main() {
 	out := flag.String("out", defaultOut, "OCI image layout directory to write; a layout already there is replaced")
 	platforms := flag.String("platforms", defaultPlatforms, "comma-separated linux/ARCH platforms to build")
 	tag := flag.String("tag", "", "name of the index in the layout (annotation "+refNameAnnotation+"), e.g. v0.1.0")
+	ver := flag.String("version", "", "version to stamp the plugin with (default: git describe --tags --always --dirty)")
+	commit := flag.String("commit", "", "commit to stamp the plugin with (default: git rev-parse HEAD)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *out, *platforms, *tag, os.Stdout); err != nil {
+	st := gitStamp(ctx)
+	if *ver != "" {
+		st.version = *ver
+	}
+	if *commit != "" {
+		st.commit = *commit
+	}
+	if err := run(ctx, *out, *platforms, *tag, st, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-// run builds the image of every platform in the comma-separated list, writes the index to the
-// layout directory out under the name tag (none when empty) and prints its digests to w.
-func run(ctx context.Context, out, platformList, tag string, w io.Writer) error {
+// run builds the image of every platform in the comma-separated list, the plugin stamped with
+// st, writes the index to the layout directory out under the name tag (none when empty) and
+// prints its digests to w.
+func run(ctx context.Context, out, platformList, tag string, st stamp, w io.Writer) error {
 	if tag != "" && !refName.MatchString(tag) {
 		return fmt.Errorf("-tag %q is not a valid %s", tag, refNameAnnotation)
 	}
@@ -57,7 +70,7 @@ func run(ctx context.Context, out, platformList, tag string, w io.Writer) error 
 		return err
 	}
 	defer os.RemoveAll(work)
-	idx, err := buildIndex(ctx, work, platforms, goBuild)
+	idx, err := buildIndex(ctx, work, platforms, goBuild(st))
 	if err != nil {
 		return err
 	}

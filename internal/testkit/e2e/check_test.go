@@ -42,6 +42,9 @@ func (r *rig) preflightCheck(sim simClient) {
 		if code != l.wantCode {
 			r.t.Errorf("check --location %s: exit status %d, want %d", l.name, code, l.wantCode)
 		}
+		if first, _, _ := strings.Cut(text, "\n"); !strings.HasPrefix(first, pluginBin+" ") || !strings.Contains(first, " (commit ") {
+			r.t.Errorf("check --location %s: first line %q, want the plugin's version and commit", l.name, first)
+		}
 		out, _ := r.runCheck(l.name, "json")
 		var rep check.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -49,12 +52,18 @@ func (r *rig) preflightCheck(sim simClient) {
 			continue
 		}
 		var failed []string
+		inRegion := false
 		for _, s := range rep.Sections {
 			for _, f := range s.Findings {
 				if f.Status == check.Fail {
 					failed = append(failed, f.Check+": "+f.Detail)
 				}
+				// The cluster's PVs are the rig's, in the source region, as every location's.
+				inRegion = inRegion || f.Check == "EBS volumes in "+srcRegion && f.Status == check.Pass
 			}
+		}
+		if !inRegion {
+			r.t.Errorf("check --location %s: no passed line \"EBS volumes in %s\"", l.name, srcRegion)
 		}
 		switch {
 		case l.name == vslNameBad && !slices.ContainsFunc(failed, func(s string) bool { return strings.Contains(s, "AuthFailure") }):

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,7 +25,9 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
+	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
 // The preflight check, run as `velero-plugin-for-aws-async check` against the simulator with a
@@ -45,6 +48,9 @@ var readActions = []string{"DescribeVolumes", "DescribeSnapshots", "DescribeAvai
 // readmePath is the README, whose section "Before the first backup" shows the correct setup's output.
 const readmePath = "../../../README.md"
 
+// versionLine is the check's first line, the plugin's version, as a pattern.
+const versionLine = `velero-plugin-for-aws-async \S+ \(commit \S+\)`
+
 // The check's setup: the location's Secret, Velero's Deployment, the volumes.
 const (
 	checkSecret  = "cloud-credentials"
@@ -63,6 +69,8 @@ type checkSetup struct {
 	// serverArgs are the Velero server's extra arguments; down is a region taken down.
 	serverArgs []string
 	down       string
+	// rules, when set, are all the Kubernetes API grants to whoever runs the check.
+	rules []kubeapi.Rule
 }
 
 // checkRun is what one run of the check did.
@@ -73,6 +81,8 @@ type checkRun struct {
 	// requests are the EC2 requests the simulator got (action, and whether DryRun was set).
 	requests []ec2Request
 	sim      *ec2sim.Simulator
+	// api is the Kubernetes API the check read.
+	api *kubeapi.Server
 }
 
 type ec2Request struct {
@@ -89,11 +99,17 @@ func TestCheckCorrectSetupPassesEveryLine(t *testing.T) {
 	if run.code != check.ExitOK {
 		t.Errorf("exit status %d, want %d", run.code, check.ExitOK)
 	}
+	first, rest, _ := strings.Cut(run.text, "\n")
+	if want := "velero-plugin-for-aws-async " + version.String(); first != want {
+		t.Errorf("first line %q, want the plugin's version %q", first, want)
+	}
 	readme, err := os.ReadFile(readmePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sample := strings.TrimSuffix(run.text, "\n"); !strings.Contains(string(readme), "```text\n"+sample+"\n```") {
+	// The README's sample names a release's version where this test's build is unstamped.
+	sample := regexp.MustCompile("```text\n" + versionLine + "\n" + regexp.QuoteMeta(strings.TrimSuffix(rest, "\n")) + "\n```")
+	if !sample.Match(readme) {
 		t.Errorf("the README's sample output (Before the first backup) is not this output")
 	}
 	jsonRun := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM}, "json")
@@ -232,6 +248,12 @@ func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	}
 	r.KubeAPI.Put(loc)
 	r.KubeAPI.Put(veleroDeployment(setup.serverArgs))
+	for _, pv := range r.PVs {
+		r.KubeAPI.Put(pv)
+	}
+	if setup.rules != nil {
+		r.KubeAPI.Restrict(setup.rules...)
+	}
 	if setup.down != "" {
 		if err := r.Sim.TakeDown(setup.down, ec2sim.Outage{}); err != nil {
 			t.Fatal(err)
@@ -246,7 +268,7 @@ func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
-	run := checkRun{text: stdout.String(), requests: rec.all(), sim: r.Sim}
+	run := checkRun{text: stdout.String(), requests: rec.all(), sim: r.Sim, api: r.KubeAPI}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):

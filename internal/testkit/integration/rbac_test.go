@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/check"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
@@ -21,30 +22,44 @@ import (
 // yamlBlock matches a fenced YAML block of a Markdown document.
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)\n```")
 
+// The names of the README's Roles: the item actions' Role, and the check's Role and ClusterRole.
+const (
+	itemActionsRole = "velero-async-aws"
+	checkRole       = "velero-async-aws-check"
+)
+
 // readmeRole returns the rules of the README's Role for the item actions.
 func readmeRole(t *testing.T) []kubeapi.Rule {
+	t.Helper()
+	return readmeRules(t, itemActionsRole)
+}
+
+// readmeRules returns the rules of the README's Roles and ClusterRoles named name.
+func readmeRules(t *testing.T, name string) []kubeapi.Rule {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var rules []kubeapi.Rule
 	for _, m := range yamlBlock.FindAllStringSubmatch(string(src), -1) {
 		for _, doc := range strings.Split(m[1], "\n---\n") {
+			// A Role's and a ClusterRole's rules read alike.
 			var role rbacv1.Role
-			if err := yaml.Unmarshal([]byte(doc), &role); err != nil || role.Kind != "Role" {
+			if err := yaml.Unmarshal([]byte(doc), &role); err != nil || (role.Kind != "Role" && role.Kind != "ClusterRole") || role.Name != name {
 				continue
 			}
-			var rules []kubeapi.Rule
 			for _, r := range role.Rules {
 				for _, g := range r.APIGroups {
 					rules = append(rules, kubeapi.Rule{Group: g, Resources: r.Resources, Verbs: r.Verbs})
 				}
 			}
-			return rules
 		}
 	}
-	t.Fatal("README.md has no Role")
-	return nil
+	if len(rules) == 0 {
+		t.Fatalf("README.md has no Role or ClusterRole %s", name)
+	}
+	return rules
 }
 
 // The README's Role for the item actions is exactly what they need: against an API server that
@@ -114,5 +129,59 @@ func serverCredentials(t *testing.T, key ec2sim.AccessKey) {
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
 		t.Setenv(k, "") // restored after the test
 		_ = os.Unsetenv(k)
+	}
+}
+
+// The README's Role and ClusterRole for the check are exactly what it reads: granted only
+// those, it is refused nothing, uses each, and passes.
+func TestREADMECheckRolesAreExactlyWhatTheCheckReads(t *testing.T) {
+	checkRules := readmeRules(t, checkRole)
+	run := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, rules: checkRules}, "json")
+	if run.code != check.ExitOK {
+		t.Errorf("exit status %d, want %d", run.code, check.ExitOK)
+	}
+	used := map[kubeapi.Access]bool{}
+	for _, q := range run.api.Accesses() {
+		if q.Code == 403 {
+			t.Errorf("the check's rules do not grant %s on %s in group %q, which it asked for", q.Verb, q.Resource, q.Group)
+		}
+		used[q.Access] = true
+	}
+	for _, rule := range checkRules {
+		for _, res := range rule.Resources {
+			for _, verb := range rule.Verbs {
+				if a := (kubeapi.Access{Group: rule.Group, Resource: res, Verb: verb}); !used[a] {
+					t.Errorf("the check's rules grant %s on %s in group %q, which it never uses", verb, res, rule.Group)
+				}
+			}
+		}
+	}
+}
+
+// Under the item actions' Role alone, the check cannot read the PersistentVolumes or Velero's
+// Deployment: it says so on "incomplete" lines naming what to grant, and exits 2, not 0.
+func TestCheckUnderTheItemActionsRoleIsIncomplete(t *testing.T) {
+	run := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, rules: readmeRole(t)}, "json")
+	if run.code != check.ExitIncomplete {
+		t.Errorf("exit status %d, want %d (incomplete)", run.code, check.ExitIncomplete)
+	}
+	grants := map[string]string{}
+	for _, s := range run.report.Sections {
+		for _, f := range s.Findings {
+			if f.Status == check.Incomplete {
+				grants[f.Check] = f.Fix
+			}
+		}
+	}
+	for c, grant := range map[string]string{
+		"EBS volumes in " + sourceRegion: "grant list on persistentvolumes",
+		"Velero's settings":              "grant get on deployments.apps in namespace " + harness.Namespace,
+	} {
+		if !strings.Contains(grants[c], grant) {
+			t.Errorf("%s: incomplete with fix %q, want one that says %q (incomplete lines: %v)", c, grants[c], grant, grants)
+		}
+	}
+	if run.report.Incomplete != len(grants) || run.report.Failures != 0 {
+		t.Errorf("report counts %d incomplete and %d failures, want %d and 0", run.report.Incomplete, run.report.Failures, len(grants))
 	}
 }

@@ -58,9 +58,12 @@ type Resource struct {
 	// GVK is the kind; Plural and Singular its resource names.
 	GVK              schema.GroupVersionKind
 	Plural, Singular string
+	// Cluster marks a cluster-scoped kind (its objects have no namespace).
+	Cluster bool
 }
 
-// Resources are the kinds the server serves, all namespaced, with verbs get and list.
+// Resources are the kinds the server serves, with verbs get and list: all namespaced but
+// PersistentVolumes.
 var Resources = []Resource{
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Backup"), Plural: "backups", Singular: "backup"},
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Restore"), Plural: "restores", Singular: "restore"},
@@ -68,6 +71,7 @@ var Resources = []Resource{
 	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), Plural: "secrets", Singular: "secret"},
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Schedule"), Plural: "schedules", Singular: "schedule"},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Plural: "deployments", Singular: "deployment"},
+	{GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolume"), Plural: "persistentvolumes", Singular: "persistentvolume", Cluster: true},
 }
 
 // Scheme returns a scheme of the served kinds' API groups (velero.io/v1, core v1 and apps/v1),
@@ -172,21 +176,22 @@ func (s *Server) keyOf(obj client.Object) key {
 	if err != nil {
 		panic(fmt.Sprintf("kubeapi: %T: %v", obj, err))
 	}
-	if _, ok := resourceOf(gvk); !ok {
+	r, ok := resourceOf(gvk)
+	if !ok {
 		panic(fmt.Sprintf("kubeapi: kind %s is not served", gvk))
 	}
-	if obj.GetName() == "" || obj.GetNamespace() == "" {
-		panic(fmt.Sprintf("kubeapi: %s %q in namespace %q: every served kind is namespaced and named", gvk.Kind, obj.GetName(), obj.GetNamespace()))
+	if obj.GetName() == "" || (obj.GetNamespace() == "") != r.Cluster {
+		panic(fmt.Sprintf("kubeapi: %s %q in namespace %q: every served object is named, and namespaced unless its kind is cluster-scoped", gvk.Kind, obj.GetName(), obj.GetNamespace()))
 	}
 	return key{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 }
 
-// Put stores a copy of obj (a Backup, Restore, VolumeSnapshotLocation or Secret, with a name
-// and a namespace), replacing the object of the same kind, namespace and name, as a create or
-// update would. The copy gets apiVersion and kind, a new resourceVersion, the UID and
+// Put stores a copy of obj (an object of a served kind, with a name, and a namespace unless
+// its kind is cluster-scoped), replacing the object of the same kind, namespace and name, as a
+// create or update would. The copy gets apiVersion and kind, a new resourceVersion, the UID and
 // creationTimestamp of the object it replaces (else obj's, else new ones); a Secret's
 // stringData is merged into its data, as the API server does. obj itself is not changed. Put
-// panics when obj is of another kind or has no name or namespace.
+// panics when obj is of another kind, has no name, or has a namespace its kind has not.
 func (s *Server) Put(obj client.Object) {
 	k := s.keyOf(obj)
 	cp, ok := obj.DeepCopyObject().(client.Object)
@@ -342,6 +347,8 @@ func resourceRequest(path string) (r Resource, namespace, name string, ok bool) 
 		switch {
 		case len(parts) == 1 && parts[0] == r.Plural:
 			return r, "", "", true
+		case len(parts) == 2 && parts[0] == r.Plural && r.Cluster:
+			return r, "", parts[1], true
 		case len(parts) == 3 && parts[0] == "namespaces" && parts[2] == r.Plural:
 			return r, parts[1], "", true
 		case len(parts) == 4 && parts[0] == "namespaces" && parts[2] == r.Plural:
@@ -414,7 +421,7 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			continue
 		}
 		l.APIResources = append(l.APIResources, metav1.APIResource{
-			Name: r.Plural, SingularName: r.Singular, Namespaced: true, Kind: r.GVK.Kind,
+			Name: r.Plural, SingularName: r.Singular, Namespaced: !r.Cluster, Kind: r.GVK.Kind,
 			Verbs: metav1.Verbs{"get", "list"},
 		})
 	}

@@ -276,15 +276,15 @@ func TestHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kinds := map[string]bool{}
+		namespaced := map[string]bool{}
 		for _, l := range lists {
 			for _, r := range l.APIResources {
-				kinds[l.GroupVersion+"/"+r.Kind] = r.Namespaced
+				namespaced[l.GroupVersion+"/"+r.Kind] = r.Namespaced
 			}
 		}
 		for _, r := range Resources {
-			if !kinds[r.GVK.GroupVersion().String()+"/"+r.GVK.Kind] {
-				t.Errorf("discovery lacks namespaced %s: %v", r.GVK, kinds)
+			if ns, ok := namespaced[r.GVK.GroupVersion().String()+"/"+r.GVK.Kind]; !ok || ns == r.Cluster {
+				t.Errorf("discovery lacks %s, namespaced %v: %v", r.GVK, !r.Cluster, namespaced)
 			}
 		}
 	})
@@ -405,4 +405,24 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// PersistentVolumes are cluster-scoped: listed and read without a namespace, refused without
+// a rule that grants them.
+func TestPersistentVolumesAreClusterScoped(t *testing.T) {
+	s := start(t)
+	c := newClient(t, s)
+	s.Put(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}})
+	var list corev1.PersistentVolumeList
+	if err := c.List(t.Context(), &list); err != nil || len(list.Items) != 1 || list.Items[0].Name != "pv-1" {
+		t.Fatalf("list: %v %+v", err, list.Items)
+	}
+	var pv corev1.PersistentVolume
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "pv-1"}, &pv); err != nil || pv.Name != "pv-1" {
+		t.Fatalf("get: %v %+v", err, pv)
+	}
+	s.Restrict(Rule{Group: "", Resources: []string{"secrets"}, Verbs: []string{VerbGet}})
+	if err := c.List(t.Context(), &list); !apierrors.IsForbidden(err) {
+		t.Errorf("list without a rule: %v, want Forbidden", err)
+	}
 }

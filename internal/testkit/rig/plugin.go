@@ -25,8 +25,6 @@ const (
 	PluginBinaryName = "velero-plugin-for-aws-async"
 	// pluginPackage is the import path of the plugin's main package (the module root).
 	pluginPackage = "github.com/velero-async/velero-plugin-for-aws"
-	// buildTimeout bounds one build of the plugin.
-	buildTimeout = 5 * time.Minute
 )
 
 // Plugin is a built plugin binary in a directory of its own, ready for Velero's plugin registry.

@@ -15,9 +15,8 @@ func TestMain(m *testing.M, plugin **Plugin) {
 	ServeBuiltinPlugins()
 	flag.Parse() // before PluginArgs rewrites os.Args
 	PluginArgs()
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	p, err := SharedPlugin(ctx)
-	cancel()
+	// No deadline but go test's own: a cold build takes minutes, more on a busy machine.
+	p, err := SharedPlugin(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
