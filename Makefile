@@ -23,6 +23,7 @@ test:
 
 ## demo: a 50-volume backup with copies, a restore in the copy region and the deletion, on the bundled EC2 simulator
 demo:
+	@echo "Starting the demo; its first lines say how long it takes."
 	go run ./internal/testkit/cmd/demo $(DEMO_FLAGS)
 
 ## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
