@@ -23,7 +23,7 @@ test:
 
 ## demo: a 50-volume backup with copies, a restore in the copy region and the deletion, on the bundled EC2 simulator
 demo:
-	@echo "Starting the demo; its first lines say how long it takes."
+	@echo "Compiling the demo's launcher (seconds; up to a minute the first time on a busy machine), which then says what comes next…"
 	go run ./internal/testkit/cmd/demo $(DEMO_FLAGS)
 
 ## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
