@@ -25,8 +25,9 @@ test:
 	go vet ./...
 	go test -timeout 30m ./...
 
-## demo: a 50-volume backup with copies, a restore in the copy region and the deletion, on the bundled EC2 simulator
+## demo: a 50-volume backup with copies to a second region and locked vault copies in a second account, a restore in the copy region, the deletion and `check`, on the bundled EC2 simulator (the first run compiles for minutes)
 demo:
+	@echo "Compiling the demo's launcher (seconds; up to a minute the first time on a busy machine), which then says what comes next…"
 	go run ./internal/testkit/cmd/demo $(DEMO_FLAGS)
 
 ## bench: the standard scenario for this plugin and two baselines; figures to stdout and bench-results.json
