@@ -88,7 +88,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if w.down[q.region] {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (region " + q.region + " is down)")}
 		}
-		rule = w.faults.match(q.action)
+		rule = w.faults.match(q.action, q.role)
 		switch {
 		case rule == nil:
 		case rule.effect == faultThrottle:
