@@ -122,7 +122,7 @@ func (w *world) reconcile() {
 		if err == nil && !p.completed {
 			w.checkForward(op, p.done, p.total, p.desc)
 		}
-		op.done, op.total = p.done, p.total
+		op.total = p.total
 		switch {
 		case err != nil:
 			op.state, op.result = opFailed, err.Error()

@@ -13,6 +13,8 @@ import (
 const (
 	refusedUnshare = "may be left shared"
 	refusedLock    = "locking vault copy"
+	// refusedListing: EC2 refused the operation the listing of its volume's snapshots.
+	refusedListing = "EC2 refuses to list"
 )
 
 // checkEnded checks, once an operation has ended (completed, failed, or timed out with a
@@ -23,8 +25,8 @@ func (w *world) checkEnded(snaps map[string]ec2sim.Snapshot) {
 		if op.state == opOpen || op.snapshotID == "" || op.upstream || w.clk.Now().Before(op.endedAt.Add(w.lag())) {
 			continue
 		}
-		if op.result == "timed out" && op.cancelErr != nil {
-			continue // its one Cancel could not reach EC2: nothing more is asked of the plugin
+		if op.result == "timed out" && op.cancelErr != nil || strings.Contains(op.result, refusedListing) {
+			continue // its one Cancel could not reach EC2, or EC2 refused it the listing: the plugin cannot see its source
 		}
 		src, ok := snaps[op.snapshotID]
 		if ok && !src.DeletePending && len(src.SharedWith) > 0 && !strings.Contains(op.result, refusedUnshare) {
@@ -41,10 +43,19 @@ func (w *world) checkEnded(snaps map[string]ec2sim.Snapshot) {
 	}
 }
 
-// checkForward checks an open operation's new progress against the last it reported: it never
-// goes back.
+// waitingForEC2 begins the description of a Progress call that could read nothing of its
+// snapshot from EC2: its figures are 0 of 0, since Velero stores the figures every call returns
+// and a fresh plugin process remembers none (see the README's Watching progress).
+const waitingForEC2 = "waiting for EC2"
+
+// checkForward checks an open operation's new progress against the figures it reported before:
+// they never go back, but to 0 of 0 while it waits for EC2 to answer at all.
 func (w *world) checkForward(op *operation, done, total int64, desc string) {
-	if done < op.done || total < op.total {
-		w.violate(catProgressBack, "%s went from %d/%d to %d/%d: %q", op.pv, op.done, op.total, done, total, desc)
+	if done == 0 && total == 0 && strings.HasPrefix(desc, waitingForEC2) {
+		return
 	}
+	if done < op.done || total < op.of {
+		w.violate(catProgressBack, "%s went from %d/%d to %d/%d: %q", op.pv, op.done, op.of, done, total, desc)
+	}
+	op.done, op.of = done, total
 }

@@ -165,7 +165,9 @@ type operation struct {
 	createErr    string
 	state        opState
 	polled       bool  // whether Velero has asked for the operation's progress
-	done, total  int64 // the progress units the last Progress reported
+	total        int64 // the progress units the last Progress reported
+	// done and of are the figures the checks hold an open operation's progress to.
+	done, of int64
 	// endedAt is when Velero saw the operation end; cancelErr what its Cancel returned.
 	endedAt   time.Time
 	cancelErr error
