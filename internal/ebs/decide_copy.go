@@ -12,18 +12,16 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
-// decideForeignSource judges a source of this backup that carries none of this plugin's tags:
-// the snapshot was taken through another provider's VolumeSnapshotLocation (the upstream
-// plugin's; Velero takes a PV's snapshot through the first of the backup's locations whose
-// plugin accepts the volume), so it has no copy intent. When the backup names the place's
-// location of this plugin and that location asks for copies, the operation fails, naming the
-// locations that may have taken it and why no copy exists; "" otherwise (a backup that names
-// no location of this plugin is left alone).
+// decideForeignSource judges a source of this backup that this plugin's CreateSnapshot did not
+// make (madeByThisPlugin): the snapshot was taken through another provider's
+// VolumeSnapshotLocation (the upstream plugin's; Velero takes a PV's snapshot through the first of
+// the backup's locations whose plugin accepts the volume), so it has no copy intent. When the
+// backup names the place's location of this plugin and that location asks for copies, the
+// operation fails, naming the locations that may have taken it and why no copy exists; "" otherwise
+// (a backup that names no location of this plugin is left alone).
 func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string) string {
-	for _, t := range src.Tags {
-		if strings.HasPrefix(aws.ToString(t.Key), tagPrefix) {
-			return "" // this plugin's snapshot
-		}
+	if madeByThisPlugin(src) {
+		return ""
 	}
 	wanted := configTargets(pl.Config)
 	if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {
@@ -38,7 +36,7 @@ func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string
 	for i, tg := range wanted {
 		asks[i] = tg.copyName() + " to " + tg.String()
 	}
-	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of %s's tags), so it has no %s that %s asks for: "+
+	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of the tags %s writes when it takes a snapshot), so it has no %s that %s asks for: "+
 		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
 		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
 }
