@@ -79,6 +79,9 @@ func drawSetup(t *rapid.T) setup {
 	if rapid.IntRange(0, 3).Draw(t, "EC2 at its mutating request rate (0)") == 0 {
 		s.requestTime = mutatingRequestTime
 	}
+	if s.vault && rapid.IntRange(0, 3).Draw(t, "an account's policy refusing a copy (0)") == 0 {
+		s.refusedCopy = rapid.SampledFrom([]string{regionalCopyRefused, vaultCopyRefused}).Draw(t, "copy refused")
+	}
 	s.restoredVolumes = rapid.IntRange(0, 3).Draw(t, "volumes this plugin restored (0)") == 0
 	if rapid.IntRange(0, 5).Draw(t, "copies outlasting the item-operation timeout (0)") == 0 {
 		s.slowCopies, s.timeout = true, time.Hour

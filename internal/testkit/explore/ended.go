@@ -18,18 +18,30 @@ const (
 )
 
 // checkEnded checks, once an operation has ended (completed, failed, or timed out with a
-// Cancel that reached EC2) and EC2's listing lag has passed, that its source is no longer shared
-// with the vault account and that every vault copy of it is locked as the location asks.
+// Cancel that reached EC2), that its source once unshared is never shared again, and, once EC2's
+// listing lag has passed, that its source is no longer shared with the vault account and that
+// every vault copy of it is locked as the location asks.
 func (w *world) checkEnded(snaps map[string]ec2sim.Snapshot) {
 	for _, op := range w.ops {
-		if op.state == opOpen || op.snapshotID == "" || op.upstream || w.clk.Now().Before(op.endedAt.Add(w.lag())) {
+		if op.state == opOpen || op.snapshotID == "" || op.upstream {
 			continue
 		}
 		if op.result == "timed out" && op.cancelErr != nil || strings.Contains(op.result, refusedListing) {
 			continue // its one Cancel could not reach EC2, or EC2 refused it the listing: the plugin cannot see its source
 		}
 		src, ok := snaps[op.snapshotID]
-		if ok && !src.DeletePending && len(src.SharedWith) > 0 && !strings.Contains(op.result, refusedUnshare) {
+		shared := ok && !src.DeletePending && len(src.SharedWith) > 0
+		switch {
+		case !shared:
+			op.unsharedAfterEnd = true
+		case op.unsharedAfterEnd:
+			w.violate(catSharedAgain, "%s ended %s ago (%s, %q), and %s, unshared since, is shared again with %v", op.pv, w.clk.Since(op.endedAt), op.state, op.result, op.snapshotID, src.SharedWith)
+			continue
+		}
+		if w.clk.Now().Before(op.endedAt.Add(w.lag())) {
+			continue
+		}
+		if shared && !strings.Contains(op.result, refusedUnshare) {
 			w.violate(catSharedAfterEnd, "%s ended %s ago (%s, %q) with %s still shared with %v", op.pv, w.clk.Since(op.endedAt), op.state, op.result, op.snapshotID, src.SharedWith)
 		}
 		if !w.setup.lock || op.result == "timed out" || strings.Contains(op.result, refusedLock) || w.setup.vaultCredsOf != vaultAccount || w.setup.vaultAccountID != vaultAccount {
@@ -43,15 +55,23 @@ func (w *world) checkEnded(snaps map[string]ec2sim.Snapshot) {
 	}
 }
 
-// waitingForEC2 begins the description of a Progress call that could read nothing of its
-// snapshot from EC2: its figures are 0 of 0, since Velero stores the figures every call returns
+// unread reports whether desc is that of a Progress call that could read nothing of its
+// snapshot from EC2 (unreachable, throttling past its retries, or refusing the listing while the
+// operation waits): its figures are 0 of 0, since Velero stores the figures every call returns
 // and a fresh plugin process remembers none (see the README's Watching progress).
-const waitingForEC2 = "waiting for EC2"
+func unread(desc string) bool {
+	return strings.HasPrefix(desc, "waiting for EC2:") || strings.HasPrefix(desc, refusedListing)
+}
 
 // checkForward checks an open operation's new progress against the figures it reported before:
-// they never go back, but to 0 of 0 while it waits for EC2 to answer at all.
+// they never go back, but to 0 of 0 while nothing of it can be read from EC2. It holds for an
+// operation following the snapshot Velero recorded; not for one whose CreateSnapshot failed
+// (its snapshot, if any, is deleted), nor for an earlier release's operation of a static PV
+// sharing its volume (it follows whichever snapshot it finds, an open finding); nor while the
+// Kubernetes API refuses the plugin its locations (a refusal, not a transient error: it sees
+// what the default credentials show), nor once the backup is being deleted.
 func (w *world) checkForward(op *operation, done, total int64, desc string) {
-	if done == 0 && total == 0 && strings.HasPrefix(desc, waitingForEC2) {
+	if op.snapshotID == "" || w.setup.upgrade != nil || w.kubeRefused || op.deletedWhileOpen || done == 0 && total == 0 && unread(desc) {
 		return
 	}
 	if done < op.done || total < op.of {

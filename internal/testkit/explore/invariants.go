@@ -32,7 +32,10 @@ const (
 	catRestoredVolumeNoCopy category = "completed without its copy, a volume this plugin restored snapshotted by another provider's location"
 	catLeftShared           category = "completed with the source still shared"
 	// Ended operations.
-	catSharedAfterEnd   category = "a source still shared with the vault account once its operation has ended and the listing lag has passed"
+	catSharedAfterEnd category = "a source still shared with the vault account once its operation has ended and the listing lag has passed"
+	// catSharedAgain is catSharedAfterEnd for a source unshared once its operation had ended and
+	// shared again since: a later Progress call of another operation copying it.
+	catSharedAgain      category = "a failed operation's source, unshared, shared again with the vault account"
 	catUnlockedAfterEnd category = "a vault copy left unlocked once its operation has ended and the listing lag has passed, though the location asks for a lock"
 	catProgressBack     category = "an open operation's progress went back"
 	// Duplicates.

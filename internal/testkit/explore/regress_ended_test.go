@@ -68,7 +68,7 @@ var endedRegressions = []struct {
 	},
 	{
 		name:  "a vault account refusing CopySnapshot fails each operation once: a later reconcile shares no failed operation's source again",
-		want:  catSharedAfterEnd,
+		want:  catSharedAgain,
 		setup: vaultOnly(twoPVs(setup{seed: 53}), false),
 		steps: func(w *world) {
 			w.execute(0)

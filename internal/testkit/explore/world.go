@@ -88,6 +88,30 @@ type setup struct {
 	restoredVolumes bool
 	// slowCopies says copies take longer than the item-operation timeout (large first copies).
 	slowCopies bool
+	// refusedCopy, when set, is the copy an account's policy refuses for the whole run: the
+	// regional one (a copyKmsKeyId the source account may not use) or the vault one (the vault
+	// account's IAM without CopySnapshot).
+	refusedCopy string
+}
+
+// The copies an account's policy may refuse.
+const (
+	regionalCopyRefused = "regional copy"
+	vaultCopyRefused    = "vault copy"
+)
+
+// refuses reports whether the run's account policy refuses q.
+func (s setup) refuses(q request) bool {
+	if q.action != "CopySnapshot" {
+		return false
+	}
+	switch s.refusedCopy {
+	case regionalCopyRefused:
+		return q.role != "vault" && q.region == copyRegion
+	case vaultCopyRefused:
+		return q.role == "vault"
+	}
+	return false
 }
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
@@ -140,6 +164,9 @@ func (s setup) String() string {
 	if s.slowCopies {
 		upgrade += "; copies outlasting the item-operation timeout"
 	}
+	if s.refusedCopy != "" {
+		upgrade += "; every " + s.refusedCopy + " refused by its account's policy"
+	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
 }
@@ -171,6 +198,8 @@ type operation struct {
 	// endedAt is when Velero saw the operation end; cancelErr what its Cancel returned.
 	endedAt   time.Time
 	cancelErr error
+	// unsharedAfterEnd says its source was seen unshared once the operation had ended.
+	unsharedAfterEnd bool
 
 	result      string
 	cancelledAt time.Time
