@@ -122,6 +122,7 @@ func (w *world) reconcile() {
 		if err == nil && !p.completed {
 			w.checkForward(op, p.done, p.total, p.desc)
 		}
+		w.checkLive(op, p.completed, p.desc)
 		op.total = p.total
 		switch {
 		case err != nil:

@@ -2,6 +2,9 @@ package explore
 
 import (
 	"strings"
+	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
@@ -78,4 +81,50 @@ func (w *world) checkForward(op *operation, done, total int64, desc string) {
 		w.violate(catProgressBack, "%s went from %d/%d to %d/%d: %q", op.pv, op.done, op.of, done, total, desc)
 	}
 	op.done, op.of = done, total
+}
+
+// evidenceSettle is how long an operation's evidence must have been complete before the
+// operation must complete: EC2's listing lag twice (the description and the copies' listings
+// may each lag) and a reconcile's cache.
+func (w *world) evidenceSettle() time.Duration { return 2*w.lag() + syncPeriod }
+
+// evidenceComplete reports whether everything an operation's completion needs is in EC2: its
+// recorded snapshot completed, and every copy it asks for completed in the right account and
+// region, locked as asked, with nothing left shared. Only runs where nothing else could
+// rightly hold it up are judged: this plugin's snapshot of its own volume, the vault's own
+// credentials, no earlier release, and no snapshot of its PV's name without a UID that could be
+// its (one tagged with another backup's UID is never its, and holds nothing up).
+func (w *world) evidenceComplete(op *operation, snaps map[string]ec2sim.Snapshot) bool {
+	for _, f := range w.foreign {
+		if f.tags[ebs.TagPV] == op.pv && f.tags[ebs.TagBackupUID] == "" {
+			return false
+		}
+	}
+	if op.snapshotID == "" || op.upstream || w.setup.upgrade != nil || w.kubeRefused ||
+		w.setup.vault && (w.setup.vaultCredsOf != vaultAccount || w.setup.vaultAccountID != vaultAccount) {
+		return false
+	}
+	src, ok := snaps[op.snapshotID]
+	if !ok || src.State != "completed" || src.DeletePending || len(src.SharedWith) > 0 {
+		return false
+	}
+	if w.cfg.CopyToRegion != "" && w.copyIn(snaps, op.snapshotID, sourceAccount, copyRegion) == nil {
+		return false
+	}
+	if v := w.cfg.Vault; v.Enabled() {
+		c := w.copyIn(snaps, op.snapshotID, v.AccountID, v.Region)
+		if c == nil || v.Lock.Mode != "" && !lockedNow(*c) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkLive checks an operation Velero has just asked about: once its own evidence has been
+// complete for evidenceSettle, on a healthy EC2 and Kubernetes API, it completes.
+func (w *world) checkLive(op *operation, completed bool, desc string) {
+	if completed || op.evidenceAt.IsZero() || len(w.faults) > 0 || w.kube != nil || len(w.down) > 0 || w.clk.Since(op.evidenceAt) < w.evidenceSettle() {
+		return
+	}
+	w.violate(catNotCompleted, "%s's snapshot and copies have been complete for %s, and it still reports %q", op.pv, w.clk.Since(op.evidenceAt), desc)
 }

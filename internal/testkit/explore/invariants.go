@@ -38,6 +38,8 @@ const (
 	catSharedAgain      category = "a failed operation's source, unshared, shared again with the vault account"
 	catUnlockedAfterEnd category = "a vault copy left unlocked once its operation has ended and the listing lag has passed, though the location asks for a lock"
 	catProgressBack     category = "an open operation's progress went back"
+	// Liveness.
+	catNotCompleted category = "an operation whose own evidence is complete does not complete"
 	// Duplicates.
 	catDuplicateCopy category = "more than one copy of a source in a target"
 	// catDuplicateAfterSlow is catDuplicateCopy in a run where an answer came slowly.
@@ -134,6 +136,14 @@ func (w *world) checkStep() {
 	w.checkRestores(false)
 	w.checkRecordedKept(snaps)
 	w.checkEnded(snaps)
+	for _, op := range w.ops {
+		switch {
+		case op.state != opOpen || !w.evidenceComplete(op, snaps):
+			op.evidenceAt = time.Time{}
+		case op.evidenceAt.IsZero():
+			op.evidenceAt = w.clk.Now()
+		}
+	}
 	for id, f := range w.foreign {
 		s, ok := snaps[id]
 		switch {

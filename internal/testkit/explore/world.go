@@ -200,6 +200,9 @@ type operation struct {
 	cancelErr error
 	// unsharedAfterEnd says its source was seen unshared once the operation had ended.
 	unsharedAfterEnd bool
+	// evidenceAt is when its own evidence was first seen complete (evidenceComplete); zero
+	// while it is not.
+	evidenceAt time.Time
 
 	result      string
 	cancelledAt time.Time
