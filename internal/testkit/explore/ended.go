@@ -18,6 +18,9 @@ const (
 	refusedLock    = "locking vault copy"
 	// refusedListing: EC2 refused the operation the listing of its volume's snapshots.
 	refusedListing = "EC2 refuses to list"
+	// notListed: the operation failed for want of its snapshot in EC2's listing (deleted, or
+	// listed to other credentials only).
+	notListed = "but EC2 lists"
 )
 
 // checkEnded checks, once an operation has ended (completed, failed, or timed out with a
@@ -29,8 +32,8 @@ func (w *world) checkEnded(snaps map[string]ec2sim.Snapshot) {
 		if op.state == opOpen || op.snapshotID == "" || op.upstream {
 			continue
 		}
-		if op.result == "timed out" && op.cancelErr != nil || strings.Contains(op.result, refusedListing) {
-			continue // its one Cancel could not reach EC2, or EC2 refused it the listing: the plugin cannot see its source
+		if op.result == "timed out" && op.cancelErr != nil || strings.Contains(op.result, refusedListing) || strings.Contains(op.result, notListed) {
+			continue // its one Cancel could not reach EC2, or its source was not listed to it: the plugin cannot see its source
 		}
 		src, ok := snaps[op.snapshotID]
 		shared := ok && !src.DeletePending && len(src.SharedWith) > 0
