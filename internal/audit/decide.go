@@ -91,11 +91,16 @@ type view struct {
 	backups   map[string]velerov1.Backup
 	records   map[string]Record
 	bsls      map[string]velerov1.BackupStorageLocation
+	read      map[Place]bool
 }
 
 func index(w World) view {
 	v := view{locations: map[string]Location{}, sources: map[string]Snapshot{}, copies: map[string][]Snapshot{},
-		needed: map[string]bool{}, backups: map[string]velerov1.Backup{}, records: w.Records, bsls: map[string]velerov1.BackupStorageLocation{}}
+		needed: map[string]bool{}, backups: map[string]velerov1.Backup{}, records: w.Records, bsls: map[string]velerov1.BackupStorageLocation{},
+		read: map[Place]bool{}}
+	for _, p := range w.Read {
+		v.read[p] = true
+	}
 	for _, l := range w.Locations {
 		v.locations[l.Name] = l
 	}
@@ -214,18 +219,24 @@ func (v view) backupLine(b velerov1.Backup, now time.Time) (BackupLine, bool) {
 	for _, r := range ours {
 		loc := v.locations[r.Location]
 		src, found := v.sources[r.ID]
-		p := count(KindSource, "", loc.Config.Region)
 		var srcp *Snapshot
 		if found {
 			srcp = &src
+			p := count(KindSource, "", src.Region)
 			tally(p, src.State)
 			line.Bytes += src.Bytes
-		} else {
+		} else if p := count(KindSource, "", loc.Config.Region); v.read[Place{Kind: KindSource, Region: loc.Config.Region}] {
 			p.Missing++
+		} else {
+			p.Unaudited = true
 		}
 		for _, want := range wanted(srcp, loc) {
 			line.AsksCopies = true
 			p := count(want.kind, want.account, want.region)
+			if !v.read[Place{Kind: ownOrVault(want.kind), Region: want.region}] {
+				p.Unaudited = true
+				continue
+			}
 			cp, ok := v.copyIn(r.ID, want)
 			if !ok {
 				p.Missing++
@@ -251,7 +262,7 @@ func (v view) backupLine(b velerov1.Backup, now time.Time) (BackupLine, bool) {
 	for _, name := range order {
 		p := *places[name]
 		line.Places = append(line.Places, p)
-		if p.Kind != KindSource && !p.Ready() {
+		if p.Kind != KindSource && !p.Unaudited && !p.Ready() {
 			line.DRReady = false
 		}
 	}
@@ -352,7 +363,7 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 		}
 		starts[b.Schedule] = append(starts[b.Schedule], b.Started)
 		for _, p := range b.Places {
-			if p.Kind == KindSource {
+			if p.Kind == KindSource || p.Unaudited {
 				continue
 			}
 			k := key{b.Schedule, p.Place}

@@ -129,8 +129,17 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 			continue
 		}
 		w.Snapshots = append(w.Snapshots, snaps...)
+		w.Read = append(w.Read, Place{Kind: ownOrVault(p.kind), Region: p.region})
 	}
 	return w, nil
+}
+
+// ownOrVault is the Place kind of a place of kind k.
+func ownOrVault(k Kind) Kind {
+	if k == KindVault {
+		return KindVault
+	}
+	return KindSource
 }
 
 // recorded reports whether Velero has written a backup in phase its record: once its item

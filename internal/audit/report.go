@@ -63,6 +63,8 @@ type PlaceCount struct {
 	Pending   int    `json:"pending"`
 	Missing   int    `json:"missing"`
 	Error     int    `json:"error"`
+	// Unaudited says the place was not read from this cluster (no location of it reaches it).
+	Unaudited bool `json:"unaudited,omitempty"`
 	// Locked counts the copies under a lock, LockMode their mode and LockedUntil the earliest
 	// end of their locks; LocksAsked the copies whose source asked for one.
 	Locked      int       `json:"locked,omitempty"`
@@ -257,6 +259,9 @@ func readiness(b BackupLine, now time.Time) string {
 }
 
 func placeText(p PlaceCount) string {
+	if p.Unaudited {
+		return "not audited: no location of this cluster reaches it"
+	}
 	parts := []string{fmt.Sprintf("%d completed", p.Completed)}
 	for _, c := range []struct {
 		n    int

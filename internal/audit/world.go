@@ -36,8 +36,18 @@ type World struct {
 	Records map[string]Record
 	// Snapshots are those of every place read, carrying Velero's backup tag.
 	Snapshots []Snapshot
+	// Read are the places whose snapshots were listed: KindSource for a region of a location's
+	// own account (sources and copies alike), KindVault for a vault account's region.
+	Read []Place
 	// Unread are the places (or other parts) that could not be read, with why.
 	Unread []string
+}
+
+// Place is a region of a location's own account (Kind KindSource) or of its vault account
+// (KindVault).
+type Place struct {
+	Kind   Kind
+	Region string
 }
 
 // Location is one VolumeSnapshotLocation of the plugin, its config parsed.
