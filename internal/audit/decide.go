@@ -79,6 +79,11 @@ func Decide(w World, o Options) Report {
 	sort.SliceStable(rep.Backups, func(i, j int) bool { return rep.Backups[i].Started.After(rep.Backups[j].Started) })
 	rep.RecoveryPoints = recoveryPoints(rep.Backups, w.Now, o.RecoverySlack)
 	ix.orphans(w, o, &rep)
+	for _, v := range w.DrillVolumes {
+		if v.Leftover(w.Install, w.Now) {
+			rep.DrillLeftovers = append(rep.DrillLeftovers, v)
+		}
+	}
 	return rep
 }
 

@@ -13,14 +13,27 @@ import (
 // codeDryRunOperation is EC2's answer to a DryRun request it would have permitted.
 const codeDryRunOperation = "DryRunOperation"
 
-// DeleteOrphans deletes the report's orphans of this install, each after a DryRun of its
-// deletion, and records in rep what it deleted and what it refused and why. It refuses every
+// DeleteOrphans deletes the report's orphans of this install and the volumes its interrupted
+// drills left, each after a DryRun of its deletion, and records in rep what it deleted and what it refused and why. It refuses every
 // orphan a deletion must not touch (locked ones; those kept by vaultRetainOnDelete are not
 // orphans), and all of them when the audit could not read everything.
 func DeleteOrphans(ctx context.Context, clients Clients, w World, rep *Report) {
 	creds := map[string]ec2api.Credentials{}
 	for _, s := range w.Snapshots {
 		creds[s.Region+"/"+s.ID] = s.Creds
+	}
+	for _, v := range rep.DrillLeftovers {
+		d := Deletion{ID: v.ID, Region: v.Region}
+		if len(rep.Problems) > 0 {
+			d.Why = "the audit could not read everything (see below): nothing is deleted until it can"
+		} else if c, err := clients.Client(ctx, v.Region, v.Creds); err != nil {
+			d.Why = err.Error()
+		} else if err := DeleteVolume(ctx, c, v.ID); err != nil {
+			d.Why = err.Error()
+		} else {
+			d.Deleted = true
+		}
+		rep.Deletions = append(rep.Deletions, d)
 	}
 	for _, g := range rep.Orphans {
 		for _, o := range g.Orphans {

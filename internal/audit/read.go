@@ -123,12 +123,13 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 		w.Records[b.Name] = rec
 	}
 	for _, p := range a.places(ctx, w.Locations, &w) {
-		snaps, err := a.listPlace(ctx, p)
+		snaps, vols, err := a.listPlace(ctx, p)
 		if err != nil {
 			w.Unread = append(w.Unread, fmt.Sprintf("%s (location %s, %s): %v", placeName(p.kind, "", p.region), p.location, p.creds, err))
 			continue
 		}
 		w.Snapshots = append(w.Snapshots, snaps...)
+		w.DrillVolumes = append(w.DrillVolumes, vols...)
 		w.Read = append(w.Read, Place{Kind: ownOrVault(p.kind), Region: p.region})
 	}
 	return w, nil
@@ -197,17 +198,21 @@ func (a *Auditor) places(ctx context.Context, locs []Location, w *World) []place
 }
 
 // listPlace lists the snapshots of p's account in p's region that carry Velero's backup tag,
-// with their locks in a vault.
-func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, error) {
+// with their locks in a vault, and the drills' volumes in a location's own account.
+func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, []DrillVolume, error) {
 	c, err := a.Clients.Client(ctx, p.region, p.creds)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	locks := map[string]*Lock{}
+	var vols []DrillVolume
 	if p.kind == KindVault {
-		if locks, err = listLocks(ctx, c); err != nil {
-			return nil, err
-		}
+		locks, err = listLocks(ctx, c)
+	} else {
+		vols, err = ListDrillVolumes(ctx, c, p.region, p.creds)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(describePage),
 		Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{ebs.TagBackup}}}}
@@ -215,13 +220,13 @@ func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, error) {
 	for pages := ec2.NewDescribeSnapshotsPaginator(c, in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, s := range page.Snapshots {
 			out = append(out, snapshotOf(s, p, locks))
 		}
 	}
-	return out, nil
+	return out, vols, nil
 }
 
 // snapshotOf is s as the audit keeps it: a copy in the location's account is a copy, a

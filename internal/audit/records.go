@@ -31,6 +31,9 @@ type volumeSnapshot struct {
 	Spec struct {
 		Location             string `json:"location"`
 		PersistentVolumeName string `json:"persistentVolumeName"`
+		VolumeType           string `json:"volumeType"`
+		VolumeAZ             string `json:"volumeAZ"`
+		VolumeIOPS           *int64 `json:"volumeIOPS"`
 	} `json:"spec"`
 	Status struct {
 		ProviderSnapshotID string `json:"providerSnapshotID"`
@@ -70,7 +73,8 @@ func decodeRecord(data []byte) ([]RecordedSnapshot, error) {
 		if s.Status.ProviderSnapshotID == "" {
 			continue // a failed CreateSnapshot: Velero recorded no snapshot
 		}
-		out = append(out, RecordedSnapshot{ID: s.Status.ProviderSnapshotID, Location: s.Spec.Location, PV: s.Spec.PersistentVolumeName})
+		out = append(out, RecordedSnapshot{ID: s.Status.ProviderSnapshotID, Location: s.Spec.Location, PV: s.Spec.PersistentVolumeName,
+			VolumeType: s.Spec.VolumeType, VolumeAZ: s.Spec.VolumeAZ, VolumeIOPS: s.Spec.VolumeIOPS})
 	}
 	return out, nil
 }

@@ -19,6 +19,8 @@ type Report struct {
 	RecoveryPoints []RecoveryPoint `json:"recoveryPoints"`
 	// Orphans are this install's snapshots no backup needs, grouped by the backup they name.
 	Orphans []OrphanGroup `json:"orphans"`
+	// DrillLeftovers are the volumes interrupted drills of this install left.
+	DrillLeftovers []DrillVolume `json:"drillLeftovers,omitempty"`
 	// Kept are snapshots whose backup is gone but which the location's config keeps.
 	Kept []Orphan `json:"kept,omitempty"`
 	// Unknown are snapshots no backup of this cluster needs, taken by a release that did not
@@ -150,7 +152,7 @@ func (r Report) Findings() bool {
 			return true
 		}
 	}
-	return len(r.Orphans) > 0 && len(r.Deletions) == 0
+	return (len(r.Orphans) > 0 || len(r.DrillLeftovers) > 0) && len(r.Deletions) == 0
 }
 
 // Exit is the audit's exit status.
@@ -203,6 +205,12 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%d snapshots\t$%.2f/month\n", g.Backup, len(g.Orphans), g.MonthlyCost)
 		for _, o := range g.Orphans {
 			writeOrphan(tw, o)
+		}
+	}
+	if len(r.DrillLeftovers) > 0 {
+		fmt.Fprintf(tw, "\nVolumes left by interrupted drills (%d)\n", len(r.DrillLeftovers))
+		for _, v := range r.DrillLeftovers {
+			fmt.Fprintf(tw, "    volume %s\t%s\t%s old\t%s\n", v.ID, v.Region, age(r.Now.Sub(v.Created)), v.State)
 		}
 	}
 	if len(r.Kept) > 0 {

@@ -36,6 +36,8 @@ type World struct {
 	Records map[string]Record
 	// Snapshots are those of every place read, carrying Velero's backup tag.
 	Snapshots []Snapshot
+	// DrillVolumes are the drills' volumes in the regions of the locations' own accounts.
+	DrillVolumes []DrillVolume
 	// Read are the places whose snapshots were listed: KindSource for a region of a location's
 	// own account (sources and copies alike), KindVault for a vault account's region.
 	Read []Place
@@ -69,6 +71,10 @@ type Record struct {
 type RecordedSnapshot struct {
 	// ID is the snapshot ID CreateSnapshot returned; Location the VolumeSnapshotLocation.
 	ID, Location, PV string
+	// VolumeType, VolumeAZ and VolumeIOPS are the backed-up volume's, which a restore passes
+	// to CreateVolumeFromSnapshot.
+	VolumeType, VolumeAZ string
+	VolumeIOPS           *int64
 }
 
 // Snapshot is one snapshot or copy as EC2 described it, in the place it was read.
