@@ -1,10 +1,12 @@
-package audit
+package audit_test
 
 import (
 	"context"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 )
 
 // What `audit` answers to flags it cannot run with, before it reads anything.
@@ -20,8 +22,8 @@ func TestMainRefusesBadFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
-			if code := Main(context.Background(), tc.args, io.Discard, &stderr); code != ExitError {
-				t.Errorf("exit %d, want %d", code, ExitError)
+			if code := audit.Main(context.Background(), tc.args, io.Discard, &stderr); code != audit.ExitError {
+				t.Errorf("exit %d, want %d", code, audit.ExitError)
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)

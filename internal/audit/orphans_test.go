@@ -1,4 +1,4 @@
-package audit
+package audit_test
 
 import (
 	"slices"
@@ -8,10 +8,13 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
+	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 )
 
 // pastGrace is how long after the snapshots the audits of these tests run.
-const pastGrace = DefaultOrphanGrace + time.Minute
+const pastGrace = audit.DefaultOrphanGrace + time.Minute
 
 // Which snapshots the audit calls this install's orphans, and which it never does.
 func TestOrphans(t *testing.T) {
@@ -19,7 +22,7 @@ func TestOrphans(t *testing.T) {
 		name string
 		// setup takes snapshots and puts the cluster's objects; it returns the snapshots
 		// the audit must call orphans, and those it must never.
-		setup             func(w *world) (orphans, never []string)
+		setup             func(w *audittest.World) (orphans, never []string)
 		unknown, other    int
 		kept              int
 		wantWhy, wantCost string
@@ -28,94 +31,94 @@ func TestOrphans(t *testing.T) {
 	}{
 		{
 			name: "a deleted backup's snapshot and copies are this install's orphans, with their cost",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, locationConfig)
-				gone := w.take("deleted", w.vols[0], outcome{unlocked: true})
-				kept := w.take("kept", w.vols[1], outcome{})
-				w.backup("kept", "", w.clock.Now(), velerov1.BackupPhaseCompleted, kept)
-				return []string{gone.source, gone.copy, gone.vault}, []string{kept.source, kept.copy, kept.vault}
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				gone := w.Take("deleted", w.Vols[0], audittest.Outcome{Unlocked: true})
+				kept := w.Take("kept", w.Vols[1], audittest.Outcome{})
+				w.Backup("kept", "", w.Clock.Now(), velerov1.BackupPhaseCompleted, kept)
+				return []string{gone.Source, gone.Copy, gone.Vault}, []string{kept.Source, kept.Copy, kept.Vault}
 			},
 			wantWhy: "backup deleted no longer exists", wantCost: "$0.60/month",
 		},
 		{
 			name: "a snapshot left recorded=pending by a finished backup is an orphan, its recorded sibling is not",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, map[string]string{"region": sourceRegion, "profile": sourceProfile})
-				stray := w.take("b1", w.vols[0], outcome{recorded: "pending", copy: "missing", vault: "missing"})
-				w.clock.Step(time.Minute) // EC2 takes one snapshot of a volume per 15 s
-				recorded := w.take("b1", w.vols[0], outcome{copy: "missing", vault: "missing"})
-				w.backup("b1", "", w.clock.Now(), velerov1.BackupPhaseCompleted, recorded)
-				return []string{stray.source}, []string{recorded.source}
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, map[string]string{"region": audittest.SourceRegion, "profile": audittest.SourceProfile})
+				stray := w.Take("b1", w.Vols[0], audittest.Outcome{Recorded: "pending", Copy: "missing", Vault: "missing"})
+				w.Clock.Step(time.Minute) // EC2 takes one snapshot of a volume per 15 s
+				recorded := w.Take("b1", w.Vols[0], audittest.Outcome{Copy: "missing", Vault: "missing"})
+				w.Backup("b1", "", w.Clock.Now(), velerov1.BackupPhaseCompleted, recorded)
+				return []string{stray.Source}, []string{recorded.Source}
 			},
 			wantWhy: "left recorded=pending: its CreateSnapshot never returned it to backup b1",
 		},
 		{
 			name: "another install's snapshots in the same account are never this install's orphans",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, locationConfig)
-				theirs := w.take("their-deleted", w.vols[0], outcome{install: installB})
-				return nil, []string{theirs.source, theirs.copy, theirs.vault}
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				theirs := w.Take("their-deleted", w.Vols[0], audittest.Outcome{Install: audittest.InstallB})
+				return nil, []string{theirs.Source, theirs.Copy, theirs.Vault}
 			},
 			other: 3,
 		},
 		{
 			name: "a recovery cluster that synced the backups calls none of the source cluster's snapshots orphans",
-			setup: func(w *world) ([]string, []string) {
+			setup: func(w *audittest.World) ([]string, []string) {
 				// The recovery cluster's location restores in the copy region and copies back.
-				w.cluster(recoveryUID, map[string]string{"region": copyRegion, "copyToRegion": sourceRegion, "profile": sourceProfile})
-				synced := w.take("nightly-1", w.vols[0], outcome{})
-				w.backup("nightly-1", scheduleName, w.clock.Now(), velerov1.BackupPhaseCompleted, synced)
-				notYetSynced := w.take("nightly-2", w.vols[1], outcome{})
-				deletedAtSource := w.take("nightly-0", w.vols[2], outcome{copy: "completed", vault: "missing"})
-				return nil, []string{synced.source, synced.copy, notYetSynced.source, notYetSynced.copy, deletedAtSource.copy}
+				w.Cluster(audittest.RecoveryUID, map[string]string{"region": audittest.CopyRegion, "copyToRegion": audittest.SourceRegion, "profile": audittest.SourceProfile})
+				synced := w.Take("nightly-1", w.Vols[0], audittest.Outcome{})
+				w.Backup("nightly-1", audittest.ScheduleName, w.Clock.Now(), velerov1.BackupPhaseCompleted, synced)
+				notYetSynced := w.Take("nightly-2", w.Vols[1], audittest.Outcome{})
+				deletedAtSource := w.Take("nightly-0", w.Vols[2], audittest.Outcome{Copy: "completed", Vault: "missing"})
+				return nil, []string{synced.Source, synced.Copy, notYetSynced.Source, notYetSynced.Copy, deletedAtSource.Copy}
 			},
 			other: 4, drReady: "nightly-1",
 		},
 		{
 			name: "snapshots of an earlier release, without the install tag, are listed as an unknown install's, never as orphans",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, locationConfig)
-				old := w.take("old", w.vols[0], outcome{install: "-", vault: "missing"})
-				return nil, []string{old.source, old.copy}
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				old := w.Take("old", w.Vols[0], audittest.Outcome{Install: "-", Vault: "missing"})
+				return nil, []string{old.Source, old.Copy}
 			},
 			unknown: 2,
 		},
 		{
 			name: "a snapshot of a backup still waiting for its copies is never an orphan",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, locationConfig)
-				s := w.take("running", w.vols[0], outcome{})
-				w.backup("running", "", w.clock.Now(), velerov1.BackupPhaseWaitingForPluginOperations)
-				return nil, []string{s.source, s.copy, s.vault}
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				s := w.Take("running", w.Vols[0], audittest.Outcome{})
+				w.Backup("running", "", w.Clock.Now(), velerov1.BackupPhaseWaitingForPluginOperations)
+				return nil, []string{s.Source, s.Copy, s.Vault}
 			},
 		},
 		{
 			name: "a vault copy kept by vaultRetainOnDelete is kept, not an orphan",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, locationConfig)
-				s := w.take("deleted", w.vols[0], outcome{retained: true})
-				return []string{s.source, s.copy}, []string{s.vault}
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				s := w.Take("deleted", w.Vols[0], audittest.Outcome{Retained: true})
+				return []string{s.Source, s.Copy}, []string{s.Vault}
 			},
 			kept: 1,
 		},
 		{
 			name: "with a storage location unavailable, no snapshot of a missing backup is called an orphan",
-			setup: func(w *world) ([]string, []string) {
-				w.cluster(clusterAUID, locationConfig)
-				w.objects = append(w.objects, &velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNS, Name: "offsite"},
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				w.Put(&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: "offsite"},
 					Status: velerov1.BackupStorageLocationStatus{Phase: velerov1.BackupStorageLocationPhaseUnavailable}})
-				s := w.take("deleted", w.vols[0], outcome{})
-				return nil, []string{s.source, s.copy, s.vault}
+				s := w.Take("deleted", w.Vols[0], audittest.Outcome{})
+				return nil, []string{s.Source, s.Copy, s.Vault}
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t)
+			w := audittest.New(t)
 			orphans, never := tc.setup(w)
-			w.clock.Step(pastGrace)
-			rep := w.audit(false)
-			got := orphanIDs(rep)
-			out := text(t, rep)
+			w.Clock.Step(pastGrace)
+			rep := w.Audit(false)
+			got := audittest.OrphanIDs(rep)
+			out := audittest.Text(t, rep)
 			for _, id := range orphans {
 				if !slices.Contains(got, id) {
 					t.Errorf("%s is not listed as an orphan\n%s", id, out)
@@ -133,11 +136,11 @@ func TestOrphans(t *testing.T) {
 			if !strings.Contains(out, tc.wantWhy) || !strings.Contains(out, tc.wantCost) {
 				t.Errorf("want %q and %q in\n%s", tc.wantWhy, tc.wantCost, out)
 			}
-			if tc.drReady != "" && !slices.ContainsFunc(rep.Backups, func(b BackupLine) bool { return b.Name == tc.drReady && b.DRReady }) {
+			if tc.drReady != "" && !slices.ContainsFunc(rep.Backups, func(b audit.BackupLine) bool { return b.Name == tc.drReady && b.DRReady }) {
 				t.Errorf("backup %s is not shown DR-ready\n%s", tc.drReady, out)
 			}
-			if len(orphans) > 0 && rep.Exit() != ExitFindings {
-				t.Errorf("exit %d with orphans, want %d", rep.Exit(), ExitFindings)
+			if len(orphans) > 0 && rep.Exit() != audit.ExitFindings {
+				t.Errorf("exit %d with orphans, want %d", rep.Exit(), audit.ExitFindings)
 			}
 		})
 	}
@@ -145,26 +148,26 @@ func TestOrphans(t *testing.T) {
 
 // --delete-orphans --confirm: what it deletes and what it refuses.
 func TestDeleteOrphans(t *testing.T) {
-	w := newWorld(t)
-	w.cluster(clusterAUID, locationConfig)
-	unlocked := w.take("deleted", w.vols[0], outcome{unlocked: true})
-	locked := w.take("deleted-locked", w.vols[1], outcome{})
-	retained := w.take("deleted-retained", w.vols[2], outcome{retained: true, unlocked: true})
-	theirs := w.take("theirs", w.vols[0], outcome{install: installB, vault: "missing"})
-	old := w.take("old", w.vols[1], outcome{install: "-", vault: "missing"})
-	live := w.take("live", w.vols[2], outcome{vault: "missing"})
-	w.backup("live", "", w.clock.Now(), velerov1.BackupPhaseCompleted, live)
-	w.clock.Step(pastGrace)
-	before := w.srv.Sim.Stats()
-	rep := w.audit(true)
-	out := text(t, rep)
+	w := audittest.New(t)
+	w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+	unlocked := w.Take("deleted", w.Vols[0], audittest.Outcome{Unlocked: true})
+	locked := w.Take("deleted-locked", w.Vols[1], audittest.Outcome{})
+	retained := w.Take("deleted-retained", w.Vols[2], audittest.Outcome{Retained: true, Unlocked: true})
+	theirs := w.Take("theirs", w.Vols[0], audittest.Outcome{Install: audittest.InstallB, Vault: "missing"})
+	old := w.Take("old", w.Vols[1], audittest.Outcome{Install: "-", Vault: "missing"})
+	live := w.Take("live", w.Vols[2], audittest.Outcome{Vault: "missing"})
+	w.Backup("live", "", w.Clock.Now(), velerov1.BackupPhaseCompleted, live)
+	w.Clock.Step(pastGrace)
+	before := w.Srv.Sim.Stats()
+	rep := w.Audit(true)
+	out := audittest.Text(t, rep)
 
-	gone := []string{unlocked.source, unlocked.copy, unlocked.vault, locked.source, locked.copy, retained.source, retained.copy}
-	left := []string{locked.vault, retained.vault, theirs.source, theirs.copy, old.source, old.copy, live.source, live.copy}
+	gone := []string{unlocked.Source, unlocked.Copy, unlocked.Vault, locked.Source, locked.Copy, retained.Source, retained.Copy}
+	left := []string{locked.Vault, retained.Vault, theirs.Source, theirs.Copy, old.Source, old.Copy, live.Source, live.Copy}
 	all := map[string]bool{}
-	for _, acc := range []string{sourceAccount, vaultAccount} {
-		for _, r := range []string{sourceRegion, copyRegion} {
-			for _, s := range w.srv.Sim.SnapshotsIn(acc, r) {
+	for _, acc := range []string{audittest.SourceAccount, audittest.VaultAccount} {
+		for _, r := range []string{audittest.SourceRegion, audittest.CopyRegion} {
+			for _, s := range w.Srv.Sim.SnapshotsIn(acc, r) {
 				if !s.DeletePending {
 					all[s.ID] = true
 				}
@@ -181,29 +184,29 @@ func TestDeleteOrphans(t *testing.T) {
 			t.Errorf("%s was deleted\n%s", id, out)
 		}
 	}
-	if !strings.Contains(out, "refused "+locked.vault) || !strings.Contains(out, "locked (governance)") {
+	if !strings.Contains(out, "refused "+locked.Vault) || !strings.Contains(out, "locked (governance)") {
 		t.Errorf("the locked vault copy's refusal is not printed\n%s", out)
 	}
-	after := w.srv.Sim.Stats()
+	after := w.Srv.Sim.Stats()
 	dry := after.Total("DeleteSnapshot", "DryRunOperation") - before.Total("DeleteSnapshot", "DryRunOperation")
 	real := after.Total("DeleteSnapshot", "ok") - before.Total("DeleteSnapshot", "ok")
 	if dry != len(gone) || real != len(gone) {
 		t.Errorf("%d dry runs and %d deletions, want %d of each", dry, real, len(gone))
 	}
-	if rep.Exit() != ExitFindings {
-		t.Errorf("exit %d with a refused deletion, want %d", rep.Exit(), ExitFindings)
+	if rep.Exit() != audit.ExitFindings {
+		t.Errorf("exit %d with a refused deletion, want %d", rep.Exit(), audit.ExitFindings)
 	}
 }
 
 // Without --delete-orphans, every request of the audit is a Describe.
 func TestAuditOnlyDescribes(t *testing.T) {
-	w := newWorld(t)
-	w.cluster(clusterAUID, locationConfig)
-	w.take("deleted", w.vols[0], outcome{})
-	w.clock.Step(pastGrace)
-	before := w.srv.Sim.Stats()
-	w.audit(false)
-	after := w.srv.Sim.Stats()
+	w := audittest.New(t)
+	w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+	w.Take("deleted", w.Vols[0], audittest.Outcome{})
+	w.Clock.Step(pastGrace)
+	before := w.Srv.Sim.Stats()
+	w.Audit(false)
+	after := w.Srv.Sim.Stats()
 	for region, actions := range after.Calls {
 		for action, outcomes := range actions {
 			for outcome, n := range outcomes {
