@@ -166,7 +166,7 @@ func (a *Auditor) places(ctx context.Context, locs []Location, w *World) []place
 	seen := map[string]bool{}
 	var out []place
 	add := func(p place) {
-		key := fmt.Sprintf("%s|%s|%s", p.kind, p.creds, p.region)
+		key := fmt.Sprintf("%s|%s|%s", ownOrVault(p.kind), p.creds, p.region) // a copy region may be another location's region
 		if p.region != "" && !seen[key] {
 			seen[key] = true
 			out = append(out, p)

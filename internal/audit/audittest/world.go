@@ -152,7 +152,7 @@ type Outcome struct {
 }
 
 // Taken is one volume's snapshots in a backup.
-type Taken struct{ Source, Copy, Vault string }
+type Taken struct{ Volume, Source, Copy, Vault string }
 
 // Take takes backup's snapshot of vol as the plugin does, with its copies as o says, and
 // returns their IDs; the clock moves past every completion.
@@ -180,7 +180,7 @@ func (w *World) Take(backup, vol string, o Outcome) Taken {
 	if err != nil {
 		w.T.Fatal(err)
 	}
-	var t Taken
+	t := Taken{Volume: vol}
 	t.Source = aws.ToString(out.SnapshotId)
 	w.Clock.Step(SnapshotTime)
 	copyTags := map[string]string{ebs.TagSourceSnapshotID: t.Source, ebs.TagSourceRegion: SourceRegion}
@@ -238,7 +238,8 @@ func (w *World) Backup(name, schedule string, started time.Time, phase velerov1.
 			CompletionTimestamp: &metav1.Time{Time: done}, VolumeSnapshotsAttempted: len(snaps), VolumeSnapshotsCompleted: len(snaps)},
 	})
 	for _, s := range snaps {
-		w.Records[name] = append(w.Records[name], audit.RecordedSnapshot{ID: s.Source, Location: VSLName, PV: "pv"})
+		w.Records[name] = append(w.Records[name], audit.RecordedSnapshot{ID: s.Source, Location: VSLName, PV: "pv-" + s.Volume,
+			VolumeType: "gp3", VolumeAZ: SourceRegion + "a"})
 	}
 }
 
