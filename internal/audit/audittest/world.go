@@ -106,18 +106,33 @@ type World struct {
 	kube    client.Client
 }
 
+// Option adjusts the simulator's config.
+type Option func(*ec2sim.Config)
+
+// WithAllowed lets the source and the vault account call only these EC2 actions (their IAM
+// policies).
+func WithAllowed(source, vault []string) Option {
+	return func(c *ec2sim.Config) {
+		c.Accounts[0].AllowedActions, c.Accounts[1].AllowedActions = source, vault
+	}
+}
+
 // New starts a World on a fake clock.
-func New(t *testing.T) *World {
+func New(t *testing.T, opts ...Option) *World {
 	t.Helper()
 	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
-	srv, err := ec2sim.Start(ec2sim.Config{
+	cfg := ec2sim.Config{
 		SnapshotDuration: ec2sim.Fixed(SnapshotTime), CopyDuration: ec2sim.Fixed(CopyTime), Unthrottled: true,
 		Faults: ec2sim.Faults{ErrorCopyVolumes: []string{ErrorCopyVolume}},
 		Accounts: []ec2sim.Account{
 			{ID: SourceAccount, AccessKeys: []ec2sim.AccessKey{keys[SourceProfile]}},
 			{ID: VaultAccount, AccessKeys: []ec2sim.AccessKey{keys[VaultProfile]}},
 		},
-	}, ec2sim.WithClock(clock))
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := ec2sim.Start(cfg, ec2sim.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
