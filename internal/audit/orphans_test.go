@@ -93,6 +93,15 @@ func TestOrphans(t *testing.T) {
 			},
 		},
 		{
+			name: "a snapshot of a backup Velero is deleting is never an orphan",
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				s := w.Take("deleting", w.Vols[0], audittest.Outcome{})
+				w.Backup("deleting", "", w.Clock.Now(), velerov1.BackupPhaseDeleting, s)
+				return nil, []string{s.Source, s.Copy, s.Vault}
+			},
+		},
+		{
 			name: "a vault copy kept by vaultRetainOnDelete is kept, not an orphan",
 			setup: func(w *audittest.World) ([]string, []string) {
 				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)

@@ -143,11 +143,11 @@ func ownOrVault(k Kind) Kind {
 	return KindSource
 }
 
-// recorded reports whether Velero has written a backup in phase its record: once its item
-// phase is over.
+// recorded reports whether a backup in phase has a record to read: Velero writes it once the
+// item phase is over, and removes it while deleting the backup.
 func recorded(phase velerov1.BackupPhase) bool {
 	switch phase {
-	case "", velerov1.BackupPhaseNew, velerov1.BackupPhaseInProgress, velerov1.BackupPhaseFailedValidation:
+	case "", velerov1.BackupPhaseNew, velerov1.BackupPhaseInProgress, velerov1.BackupPhaseFailedValidation, velerov1.BackupPhaseDeleting:
 		return false
 	}
 	return true
