@@ -87,7 +87,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drill: --timeout %s: want more than 0 and less than %s\n", o.Timeout, audit.DrillMaxDuration)
 		return ExitError
 	}
-	o.PollInterval = DefaultPollInterval
 	kube, err := audit.NewKubeClient(*kubeconfig, userAgent)
 	if err != nil {
 		fmt.Fprintf(stderr, "drill: %v\n", err)

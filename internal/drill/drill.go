@@ -67,6 +67,12 @@ type Driller struct {
 // Run drills o.Backup. An error means the drill could not start; a drill that ran returns its
 // report, passed or not.
 func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
 	var backup velerov1.Backup
 	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: o.Backup}, &backup); err != nil {
 		return Report{}, fmt.Errorf("reading Backup %s/%s: %w", d.Namespace, o.Backup, err)

@@ -47,9 +47,6 @@ func drillWorld(t *testing.T, uncopied bool) *audittest.World {
 func run(t *testing.T, w *audittest.World, o drill.Options) drill.Report {
 	t.Helper()
 	o.PollInterval = pollInterval
-	if o.Timeout == 0 {
-		o.Timeout = drill.DefaultTimeout
-	}
 	d := &drill.Driller{Kube: w.Kube(), Records: w.Records, Resolver: w.Resolver(), Clients: w.Clients(), Clock: w.Clock,
 		Log: logrus.New(), Namespace: audittest.VeleroNS, Provider: location.DefaultProvider}
 	type result struct {

@@ -43,8 +43,7 @@ func drillRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 	done := make(chan drill.Report, 1)
 	errs := make(chan error, 1)
 	go func() {
-		rep, err := d.Run(context.Background(), drill.Options{Backup: "b1", Location: drillRecoveryLocation,
-			PollInterval: time.Second, Timeout: drill.DefaultTimeout})
+		rep, err := d.Run(context.Background(), drill.Options{Backup: "b1", Location: drillRecoveryLocation, PollInterval: time.Second})
 		errs <- err
 		done <- rep
 	}()
