@@ -7,10 +7,12 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
 
 // pastGrace is how long after the snapshots the audits of these tests run.
@@ -224,5 +226,26 @@ func TestAuditOnlyDescribes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// When the audit cannot read everything, --delete-orphans deletes nothing and says why.
+func TestDeleteOrphansRefusesAnIncompleteAudit(t *testing.T) {
+	w := audittest.New(t)
+	w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+	w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: "unreadable"},
+		Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider, Config: map[string]string{"region": audittest.CopyRegion},
+			Credential: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Key: "cloud"}}})
+	gone := w.Take("deleted", w.Vols[0], audittest.Outcome{Unlocked: true})
+	w.Clock.Step(pastGrace)
+	rep := w.Audit(true)
+	out := audittest.Text(t, rep)
+	for _, id := range []string{gone.Source, gone.Copy, gone.Vault} {
+		if !slices.ContainsFunc(rep.Deletions, func(d audit.Deletion) bool { return d.ID == id && !d.Deleted }) {
+			t.Errorf("%s: want its deletion refused\n%s", id, out)
+		}
+	}
+	if !strings.Contains(out, "could not audit: location unreadable") || rep.Exit() != audit.ExitError {
+		t.Errorf("exit %d, want %d and the unreadable location named\n%s", rep.Exit(), audit.ExitError, out)
 	}
 }
