@@ -29,6 +29,8 @@ const (
 	drillLocation = "aws-async-west"
 	// leftBackup names the deleted backup the planted orphan belongs to.
 	leftBackup = "e2e-left-behind"
+	// snapshotWait bounds the wait for the planted snapshot to complete in the simulator.
+	snapshotWait = 2 * time.Minute
 )
 
 // auditAndDrill runs `audit` and `drill` against the real Velero server with backup Completed
@@ -77,6 +79,7 @@ func (r *rig) auditAndDrill(sim simClient, backup string) {
 		r.t.Fatalf("leaving a snapshot behind: %v", err)
 	}
 	left := aws.ToString(out.SnapshotId)
+	r.waitCompleted(sim, acct, left) // a pending snapshot's deletion takes effect only once it completes
 	found, code := r.runAudit("--location", vslName, "--orphan-grace", "0s")
 	if ids := orphanIDs(found); len(ids) != 1 || ids[0] != left || code != audit.ExitFindings {
 		r.t.Errorf("audit: orphans %v, exit %d; want only %s, exit %d", ids, code, left, audit.ExitFindings)
@@ -123,6 +126,19 @@ func (r *rig) auditAndDrill(sim simClient, backup string) {
 	if line, _ := backupLine(after, backup); !strings.HasPrefix(line.LastDrill, "passed") {
 		r.t.Errorf("audit shows the last drill of %s as %q, want it passed", backup, line.LastDrill)
 	}
+}
+
+// waitCompleted waits until the snapshot id of acct in the source region is completed.
+func (r *rig) waitCompleted(sim simClient, acct awsAccount, id string) {
+	r.t.Helper()
+	for deadline := time.Now().Add(snapshotWait); time.Now().Before(deadline); time.Sleep(time.Second) {
+		for _, s := range sim.listIn("snapshots", srcRegion, acct.ID) {
+			if s.ID == id && s.State == "completed" {
+				return
+			}
+		}
+	}
+	r.t.Fatalf("snapshot %s not completed after %s", id, snapshotWait)
 }
 
 // runAudit runs audit with args and --output json, and returns its report and exit status.
