@@ -20,6 +20,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
 const (
@@ -69,12 +70,17 @@ func (r *rig) auditAndDrill(sim simClient, backup string) {
 	}
 
 	r.step("a snapshot left behind by deleted backup %s, then audit --delete-orphans --confirm", leftBackup)
-	out, err := r.ec2As(acct, srcRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{VolumeId: aws.String(volumeID),
+	in := &ec2.CreateSnapshotInput{VolumeId: aws.String(volumeID),
 		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: []types.Tag{
 			{Key: aws.String(ebs.TagBackup), Value: aws.String(leftBackup)}, {Key: aws.String(ebs.TagPV), Value: aws.String("pv-left")},
 			{Key: aws.String(ebs.TagVolumeType), Value: aws.String("gp3")}, {Key: aws.String(ebs.TagRecorded), Value: aws.String("returned")},
 			{Key: aws.String(ebs.TagInstall), Value: aws.String(rep.Install)},
-			{Key: aws.String(velerov1.StorageLocationLabel), Value: aws.String("default")}}}}})
+			{Key: aws.String(velerov1.StorageLocationLabel), Value: aws.String("default")}}}}}
+	out, err := r.ec2As(acct, srcRegion).CreateSnapshot(context.Background(), in)
+	for deadline := time.Now().Add(snapshotWait); ec2api.Code(err) == ec2api.CodeSnapshotCreationPerVolumeRateExceeded && time.Now().Before(deadline); {
+		time.Sleep(time.Second) // EC2 takes one snapshot of a volume per 15 s: the backup's was just taken
+		out, err = r.ec2As(acct, srcRegion).CreateSnapshot(context.Background(), in)
+	}
 	if err != nil {
 		r.t.Fatalf("leaving a snapshot behind: %v", err)
 	}
