@@ -8,10 +8,14 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 	"k8s.io/utils/clock"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
+
+// installUserAgent is the user agent of the read of this install's identity.
+const installUserAgent = "velero-plugin-for-aws-async"
 
 // Register registers the plugin's three plugins on server, reaching EC2 through clients. The
 // item actions read the backup's VolumeSnapshotLocations (and their Secrets) through the
@@ -30,6 +34,18 @@ func Register(server framework.Server, clients *ec2api.Factory) framework.Server
 		})
 		return shared.WithLogger(log)
 	}
+	var installOnce sync.Once
+	var installID string
+	install := func() string { // read once per plugin process; unread, snapshots go untagged
+		installOnce.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), location.DefaultRequestTimeout)
+			defer cancel()
+			if kube, err := audit.NewKubeClient("", installUserAgent); err == nil {
+				installID, _ = audit.ReadInstall(ctx, kube, resolver(logrus.StandardLogger()).Namespace())
+			}
+		})
+		return installID
+	}
 	locator := func(log logrus.FieldLogger) ebs.Locator { return ebs.NewLocator(resolver(log), clients) }
 	defaults := clients.ForCredentials(ec2api.Credentials{})
 	return server.
@@ -37,7 +53,7 @@ func Register(server framework.Server, clients *ec2api.Factory) framework.Server
 			vault := func(ctx context.Context, config map[string]string) (*ec2api.Credentials, error) {
 				return resolver(log).VaultCredentials(ctx, "", config)
 			}
-			return NewVolumeSnapshotter(clients, handoff, vault, log), nil
+			return NewVolumeSnapshotter(clients, handoff, vault, log).TagInstall(install), nil
 		}).
 		RegisterBackupItemActionV2(ebs.BackupItemActionName, func(log logrus.FieldLogger) (any, error) {
 			tracker := ebs.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))

@@ -22,6 +22,7 @@ type VolumeSnapshotter struct {
 	config  map[string]string
 	creds   ec2api.Credentials // the location's, as the last Init read them
 	s       *ebs.Snapshotter
+	install func() string // this install's identity, for ebs.TagInstall; nil: none
 }
 
 // VaultCredentials returns the credentials a location's config names for its vault account,
@@ -33,6 +34,13 @@ type VaultCredentials func(ctx context.Context, config map[string]string) (*ec2a
 // reaching a location's vault account with the credentials vault finds.
 func NewVolumeSnapshotter(clients *ec2api.Factory, handoff *ebs.Handoff, vault VaultCredentials, log logrus.FieldLogger) *VolumeSnapshotter {
 	return &VolumeSnapshotter{clients: clients, handoff: handoff, vault: vault, log: log}
+}
+
+// TagInstall makes the snapshots taken carry the identity of this Velero install that install
+// returns (ebs.TagInstall), "" when it cannot be read.
+func (v *VolumeSnapshotter) TagInstall(install func() string) *VolumeSnapshotter {
+	v.install = install
+	return v
 }
 
 // Init validates the location's config. Velero calls it again before every restored volume,
@@ -72,6 +80,9 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), opts...)
 	if err := s.ValidateRestoreZone(ctx); err != nil {
 		return err
+	}
+	if v.install != nil {
+		s.SetInstall(v.install())
 	}
 	v.s, v.config, v.creds = s, maps.Clone(config), cfg.Credentials
 	return nil

@@ -41,6 +41,11 @@ const (
 	// are unique across clusters and across backups reusing a name, so it identifies this
 	// install's backup where the name cannot.
 	TagBackupUID = tagPrefix + "backup-uid"
+	// TagInstall, on a source snapshot (and so on its copies), identifies the Velero install that
+	// took it: the UID of its cluster's kube-system namespace and Velero's namespace, which a
+	// synced or re-created Backup, a recovery cluster or a reinstall do not change or share.
+	// Snapshots without it (earlier releases) belong to no known install.
+	TagInstall = tagPrefix + "install"
 	// TagCreateToken, on a source snapshot, is random and shared by every request of one
 	// CreateSnapshot call: after an ambiguous failure the call looks only for its own snapshot.
 	TagCreateToken = tagPrefix + "create-token"

@@ -32,6 +32,8 @@ type Snapshotter struct {
 	// process's deletions have deleted: Velero deletes a backup's snapshots one call each, all
 	// after its item phase, so one look-up per backup and process is enough.
 	unreturnedGone map[backupInRegion]bool
+	// install, when known, tags every snapshot taken (TagInstall).
+	install string
 }
 
 // backupInRegion names one backup's snapshots in one region.
@@ -48,6 +50,14 @@ func NewSnapshotter(cfg Config, clients ec2api.Regional, opts ...Option) *Snapsh
 
 		unreturnedGone: map[backupInRegion]bool{},
 	}
+}
+
+// SetInstall makes the snapshots taken from now on carry TagInstall with the identity id of
+// this Velero install; "" leaves them without it.
+func (s *Snapshotter) SetInstall(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.install = id
 }
 
 // GetVolumeInfo returns the volume's type and, for io1 and io2, its IOPS.
@@ -383,6 +393,11 @@ func (s *Snapshotter) intentTags(vol types.Volume) map[string]string {
 	if s.cfg.CopyCompletionMinutes != 0 {
 		t[TagCopyCompletionMinutes] = strconv.Itoa(int(s.cfg.CopyCompletionMinutes))
 	}
+	s.mu.Lock()
+	if s.install != "" {
+		t[TagInstall] = s.install
+	}
+	s.mu.Unlock()
 	if v := s.cfg.Vault; v.Enabled() {
 		t[TagVaultAccount], t[TagVaultRegion] = v.AccountID, v.Region
 		if v.KMSKeyID != "" {

@@ -91,6 +91,7 @@ func TestE2E(t *testing.T) {
 	r.sub("resilience-kill-plugin", func() { r.volumeBackup(sim, r.mainBackup("e2e-kill", "kill-plugin")) })
 	r.sub("resilience-restart-server", func() { r.volumeBackup(sim, r.mainBackup("e2e-restart", "restart-server")) })
 	r.sub("delete-from-source-cluster", func() { r.deleteBackups(sim, "e2e-kill", "e2e-restart") })
+	r.sub("audit-and-drill", func() { r.auditAndDrill(sim, "e2e-main") })
 	// Per-location credentials: account B through its own location, and a location whose Secret
 	// holds a wrong secret key, backed up while account B's backup waits for its operations.
 	bad := &badRun{name: badBackup}

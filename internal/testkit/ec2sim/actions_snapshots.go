@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -65,6 +66,9 @@ func writeSnapshotFields(w *xmlWriter, sn *snapshot, now time.Time, viewer strin
 	w.elem("status", sn.state(now))
 	w.elemNonEmpty("statusMessage", sn.statusMessage(now))
 	w.elem("progress", sn.progress(now))
+	if sn.state(now) == stateCompleted {
+		w.elem("fullSnapshotSizeInBytes", strconv.FormatInt(sn.fullSizeBytes(), 10))
+	}
 	if sn.xml == nil {
 		var c xmlWriter
 		c.elem("snapshotId", sn.id)

@@ -62,6 +62,14 @@ func (sn *snapshot) state(now time.Time) string {
 	}
 }
 
+// writtenDivisor divides a volume's size into the bytes the simulator counts as written: a
+// snapshot's full size (EC2's FullSnapshotSizeInBytes) is half its volume's size.
+const writtenDivisor = 2
+
+// fullSizeBytes is the snapshot's full size: the bytes of its volume's written blocks, half the
+// volume (EC2 gives it once the snapshot is completed).
+func (sn *snapshot) fullSizeBytes() int64 { return int64(sn.sizeGiB) << 30 / writtenDivisor }
+
 // progress advances linearly from "0%" at start to "100%" at completion.
 func (sn *snapshot) progress(now time.Time) string {
 	switch sn.state(now) {

@@ -322,3 +322,17 @@ func TestConcurrentLimitCounts(t *testing.T) {
 		t.Errorf("after deleting the failed snapshot: %v", err)
 	}
 }
+
+// The full size, as the SDK decodes it: none while pending, half the volume once completed.
+func TestSnapshotFullSizeOnceCompleted(t *testing.T) {
+	f := start(t, Config{})
+	vol := f.volume("us-east-1", VolumeSpec{SizeGiB: 8})
+	id := f.snapshot("us-east-1", vol, nil)
+	if got := f.describe("us-east-1", id).FullSnapshotSizeInBytes; got != nil {
+		t.Errorf("pending snapshot: FullSnapshotSizeInBytes = %d, want none", *got)
+	}
+	f.clock.Advance(time.Hour)
+	if got, want := aws.ToInt64(f.describe("us-east-1", id).FullSnapshotSizeInBytes), int64(4<<30); got != want {
+		t.Errorf("completed snapshot: FullSnapshotSizeInBytes = %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,181 @@
+// Package audit is the plugin's disaster-recovery audit (velero-plugin-for-aws-async audit):
+// for each backup of the plugin's VolumeSnapshotLocations it counts the sources, the copies in
+// copyToRegion and the vault copies (with their locks) and says whether the backup is DR-ready;
+// for each schedule it gives the newest DR-ready backup in each recovery place against the
+// schedule's interval; and it finds this install's orphans: snapshots no backup needs, with
+// their size and monthly cost.
+//
+// A snapshot is needed when Velero recorded it, or for a copy its source, for any backup in the
+// cluster (the record Velero keeps with each backup in object storage, which synced backups
+// bring along). It is this install's when it carries this install's identity (ebs.TagInstall).
+// Only this install's snapshots that no backup needs are orphans; others' are counted, and
+// those of releases that did not tag the install are listed, never deleted.
+//
+// The audit reads only (Describe and List requests, and the DownloadRequests Velero answers
+// with each backup's record) unless --delete-orphans --confirm is given.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+)
+
+// Command is the subcommand's name: the first argument of the plugin binary.
+const Command = "audit"
+
+// Output formats.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// userAgent is the audit's Kubernetes client's.
+const userAgent = "velero-plugin-for-aws-async-audit"
+
+// Main runs `velero-plugin-for-aws-async audit` with args (those after "audit") and returns the
+// exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(Command, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := DefaultOptions()
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
+	namespace := fs.String("namespace", DefaultNamespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
+	only := fs.String("location", "", "audit only this VolumeSnapshotLocation (default: every one of provider "+location.DefaultProvider+")")
+	output := fs.String("output", outputText, "output format: text or json")
+	deleteOrphans := fs.Bool("delete-orphans", false, "delete this install's orphans (only with --confirm)")
+	confirm := fs.Bool("confirm", false, "confirm --delete-orphans")
+	standard := fs.Float64("price-standard", DefaultStandardPrice, "snapshot storage price, USD per GiB-month, standard tier")
+	archive := fs.Float64("price-archive", DefaultArchivePrice, "snapshot storage price, USD per GiB-month, archive tier")
+	grace := fs.Duration("orphan-grace", def.OrphanGrace, "a snapshot younger than this is never an orphan")
+	slack := fs.Duration("recovery-slack", def.RecoverySlack, "how much older than its schedule's interval a recovery point may be")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: velero-plugin-for-aws-async audit [flags]\n\n"+
+			"Says, for each backup of this plugin's VolumeSnapshotLocations, what is restorable where and since\n"+
+			"when; for each schedule, how old the newest restorable backup is in each recovery place; and which\n"+
+			"snapshots of this install no backup needs, with what they cost. It changes nothing unless\n"+
+			"--delete-orphans --confirm is given. Exit status: %d nothing to report, %d findings, %d the audit\n"+
+			"could not read everything.\n\n", ExitOK, ExitFindings, ExitError)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "audit: unexpected arguments %q\n", fs.Args())
+		return ExitError
+	}
+	if *output != outputText && *output != outputJSON {
+		fmt.Fprintf(stderr, "audit: --output %q: want %s or %s\n", *output, outputText, outputJSON)
+		return ExitError
+	}
+	if *confirm && !*deleteOrphans {
+		fmt.Fprintln(stderr, "audit: --confirm confirms --delete-orphans, which is not given")
+		return ExitError
+	}
+	opts := Options{Prices: map[string]float64{TierStandard: *standard, TierArchive: *archive}, OrphanGrace: *grace, RecoverySlack: *slack}
+	kube, err := NewKubeClient(*kubeconfig, userAgent)
+	if err != nil {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return ExitError
+	}
+	tmp, err := os.MkdirTemp("", "velero-async-audit-")
+	if err != nil {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return ExitError
+	}
+	defer os.RemoveAll(tmp)
+	log := logrus.New()
+	log.Out, log.Level = stderr, logrus.WarnLevel
+	factory := ec2api.NewFactory()
+	a := &Auditor{
+		Kube: kube, Records: VeleroRecords{Client: kube},
+		Resolver: location.New(location.WithReader(kube), location.WithNamespace(*namespace),
+			location.WithTempDir(tmp), location.WithLogger(log)),
+		Clients: factory, Clock: clock.RealClock{},
+		Namespace: *namespace, Provider: location.DefaultProvider,
+	}
+	rep, err := a.Run(ctx, *only, opts, *deleteOrphans && *confirm)
+	if err != nil {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return ExitError
+	}
+	if *deleteOrphans && !*confirm && len(rep.Orphans) > 0 {
+		fmt.Fprintln(stderr, "audit: --delete-orphans without --confirm deletes nothing: add --confirm to delete the orphans listed")
+	}
+	write := rep.WriteText
+	if *output == outputJSON {
+		write = rep.WriteJSON
+	}
+	if err := write(stdout); err != nil {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return ExitError
+	}
+	return rep.Exit()
+}
+
+// Run reads, decides, and, when deleteOrphans, deletes this install's orphans.
+func (a *Auditor) Run(ctx context.Context, only string, opts Options, deleteOrphans bool) (Report, error) {
+	w, err := a.Read(ctx, only)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Decide(w, opts)
+	if deleteOrphans {
+		DeleteOrphans(ctx, a.Clients, w, &rep)
+	}
+	return rep, nil
+}
+
+// DefaultNamespace is Velero's namespace: VELERO_NAMESPACE when set, else velero.
+func DefaultNamespace() string {
+	if ns := os.Getenv(location.NamespaceEnv); ns != "" {
+		return ns
+	}
+	return location.DefaultNamespace
+}
+
+// requestTimeout bounds each request of the audit's Kubernetes client.
+const requestTimeout = 30 * time.Second
+
+// NewKubeClient builds a client of the cluster from the kubeconfig named, else clientcmd's
+// default loading rules (KUBECONFIG, ~/.kube/config, else the in-cluster config), knowing
+// Velero's and core kinds.
+func NewKubeClient(kubeconfig, agent string) (client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no Kubernetes client config: %w", err)
+	}
+	cfg.UserAgent, cfg.Timeout = agent, requestTimeout
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{velerov1.AddToScheme, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return c, nil
+}

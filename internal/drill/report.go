@@ -1,0 +1,126 @@
+package drill
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what a drill did and measured.
+type Report struct {
+	Backup   string    `json:"backup"`
+	Location string    `json:"location"`
+	Region   string    `json:"region"`
+	Started  time.Time `json:"started"`
+	// Volumes are the volumes restored, each with its times.
+	Volumes []VolumeResult `json:"volumes"`
+	// Skipped were left out of the sample; Unrestorable could not be restored in the region.
+	Skipped      []Skip `json:"skipped,omitempty"`
+	Unrestorable []Skip `json:"unrestorable,omitempty"`
+	// ToAvailable and ToInitialized are the drill's recovery times: from its start until the
+	// last volume was available (initialized, when waited for).
+	ToAvailable   time.Duration `json:"toAvailable"`
+	ToInitialized time.Duration `json:"toInitialized,omitempty"`
+	// Leftovers are the volumes of earlier, interrupted drills this drill deleted.
+	Leftovers []string `json:"leftoversDeleted,omitempty"`
+	// Problems are what went wrong, each with its fix.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// VolumeResult is one restored volume.
+type VolumeResult struct {
+	PV         string `json:"pv"`
+	SnapshotID string `json:"snapshotId"`
+	VolumeID   string `json:"volumeId,omitempty"`
+	SizeGiB    int32  `json:"sizeGiB"`
+	// ToAvailable and ToInitialized are from the drill's start; zero when not reached.
+	ToAvailable   time.Duration `json:"toAvailable,omitempty"`
+	ToInitialized time.Duration `json:"toInitialized,omitempty"`
+	Deleted       bool          `json:"deleted"`
+	Error         string        `json:"error,omitempty"`
+}
+
+// Passed reports whether every volume of the backup in the sample was restored (and
+// initialized when waited for) and deleted, and none was unrestorable.
+func (r Report) Passed() bool { return len(r.Problems) == 0 && len(r.Unrestorable) == 0 }
+
+// Summary is the one line --record writes on the Backup and audit shows.
+func (r Report) Summary() string {
+	verdict := "passed"
+	if !r.Passed() {
+		verdict = "failed"
+	}
+	s := fmt.Sprintf("%s %s: %d volumes restored in %s through location %s, available in %s", verdict,
+		r.Started.UTC().Format(time.RFC3339), len(r.Volumes), r.Region, r.Location, r.ToAvailable.Round(time.Second))
+	if r.ToInitialized > 0 {
+		s += fmt.Sprintf(", initialized in %s", r.ToInitialized.Round(time.Second))
+	}
+	if n := len(r.Unrestorable); n > 0 {
+		s += fmt.Sprintf(", %d not restorable there", n)
+	}
+	if n := len(r.Problems); n > 0 {
+		s += fmt.Sprintf(", %d problems", n)
+	}
+	return s
+}
+
+// WriteJSON writes the report as JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for a person.
+func (r Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "Drill of backup %s in %s (location %s)\n", r.Backup, r.Region, r.Location)
+	for _, v := range r.Volumes {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, orDash(v.VolumeID), v.SizeGiB,
+			dur(v.ToAvailable), dur(v.ToInitialized), deleted(v))
+	}
+	for _, s := range r.Unrestorable {
+		fmt.Fprintf(tw, "  ✗ %s\t%s\tnot restorable: %s\n", s.PV, s.SnapshotID, s.Why)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(tw, "  - %s\t%s\tnot in the sample: %s\n", s.PV, s.SnapshotID, s.Why)
+	}
+	for _, id := range r.Leftovers {
+		fmt.Fprintf(tw, "  deleted %s, left by an interrupted drill\n", id)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(tw, "  ✗ %s\n", p)
+	}
+	fmt.Fprintln(tw, r.Summary())
+	return tw.Flush()
+}
+
+func deleted(v VolumeResult) string {
+	var parts []string
+	if v.Deleted {
+		parts = append(parts, "deleted")
+	} else if v.VolumeID != "" {
+		parts = append(parts, "NOT deleted")
+	}
+	if v.Error != "" {
+		parts = append(parts, v.Error)
+	}
+	return strings.Join(parts, ": ")
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.Round(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
