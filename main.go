@@ -16,7 +16,9 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/features"
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/check"
+	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/version"
@@ -42,6 +44,8 @@ type command struct {
 // commands are the binary's commands for people, in the order --help lists them.
 var commands = []command{
 	{check.Command, "check this plugin's VolumeSnapshotLocations before the first backup; changes nothing", check.Main},
+	{audit.Command, "what each backup can restore where, its age, and what is orphaned; read-only", audit.Main},
+	{drill.Command, "restore a backup's volumes where it would recover, time it, delete them", drill.Main},
 	{versionCommand, "print the plugin's version and commit", printVersion},
 }
 

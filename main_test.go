@@ -23,7 +23,7 @@ func TestFirstArgument(t *testing.T) {
 		{"Velero starts it with no argument", nil, exitOK, true, nil, nil},
 		{"Velero starts it with its server's flags", []string{"--log-level", "info", "--features=EnableCSI"}, exitOK, true, nil, nil},
 		{"--help lists the commands, then says what it serves", []string{"--help"}, exitOK, false,
-			[]string{"Commands:\n  check ", "\n  version ", "With no command, the binary serves Velero its plugins velero-async.io/aws,"}, nil},
+			[]string{"Commands:\n  check ", "\n  audit ", "\n  drill ", "\n  version ", "With no command, the binary serves Velero its plugins velero-async.io/aws,"}, nil},
 		{"-h is --help", []string{"-h"}, exitOK, false, []string{"Commands:\n  check "}, nil},
 		{"help is --help", []string{"help"}, exitOK, false, []string{"Commands:\n  check "}, nil},
 		{"version prints the version and commit", []string{"version"}, exitOK, false,
