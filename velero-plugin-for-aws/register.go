@@ -8,7 +8,6 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 	"k8s.io/utils/clock"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
@@ -40,8 +39,8 @@ func Register(server framework.Server, clients *ec2api.Factory) framework.Server
 		installOnce.Do(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), location.DefaultRequestTimeout)
 			defer cancel()
-			if kube, err := audit.NewKubeClient("", installUserAgent); err == nil {
-				installID, _ = audit.ReadInstall(ctx, kube, resolver(logrus.StandardLogger()).Namespace())
+			if kube, err := location.NewClient("", installUserAgent); err == nil {
+				installID, _ = location.ReadInstall(ctx, kube, resolver(logrus.StandardLogger()).Namespace())
 			}
 		})
 		return installID

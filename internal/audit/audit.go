@@ -21,16 +21,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
@@ -55,7 +49,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	def := DefaultOptions()
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
-	namespace := fs.String("namespace", DefaultNamespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
+	namespace := fs.String("namespace", location.Namespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
 	only := fs.String("location", "", "audit only this VolumeSnapshotLocation (default: every one of provider "+location.DefaultProvider+")")
 	output := fs.String("output", outputText, "output format: text or json")
 	deleteOrphans := fs.Bool("delete-orphans", false, "delete this install's orphans (only with --confirm)")
@@ -92,7 +86,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitError
 	}
 	opts := Options{Prices: map[string]float64{TierStandard: *standard, TierArchive: *archive}, OrphanGrace: *grace, RecoverySlack: *slack}
-	kube, err := NewKubeClient(*kubeconfig, userAgent)
+	kube, err := location.NewClient(*kubeconfig, userAgent)
 	if err != nil {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
 		return ExitError
@@ -143,39 +137,4 @@ func (a *Auditor) Run(ctx context.Context, only string, opts Options, deleteOrph
 		DeleteOrphans(ctx, a.Clients, w, &rep)
 	}
 	return rep, nil
-}
-
-// DefaultNamespace is Velero's namespace: VELERO_NAMESPACE when set, else velero.
-func DefaultNamespace() string {
-	if ns := os.Getenv(location.NamespaceEnv); ns != "" {
-		return ns
-	}
-	return location.DefaultNamespace
-}
-
-// requestTimeout bounds each request of the audit's Kubernetes client.
-const requestTimeout = 30 * time.Second
-
-// NewKubeClient builds a client of the cluster from the kubeconfig named, else clientcmd's
-// default loading rules (KUBECONFIG, ~/.kube/config, else the in-cluster config), knowing
-// Velero's and core kinds.
-func NewKubeClient(kubeconfig, agent string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no Kubernetes client config: %w", err)
-	}
-	cfg.UserAgent, cfg.Timeout = agent, requestTimeout
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{velerov1.AddToScheme, corev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	return c, nil
 }

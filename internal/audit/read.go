@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,8 +34,6 @@ const (
 	resolveBackupName = "velero-async-audit"
 	// describePage is the page size of the audit's listings (DescribeSnapshots takes 5 to 1000).
 	describePage = 1000
-	// clusterNamespace is the namespace whose UID identifies a cluster.
-	clusterNamespace = "kube-system"
 )
 
 // Auditor reads what an audit judges. Its fields are the narrow ports it reads through.
@@ -49,20 +46,6 @@ type Auditor struct {
 	Clock    clock.PassiveClock
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string
-}
-
-// InstallIdentity is the identity of a Velero install (ebs.TagInstall): the UID of its
-// cluster's kube-system namespace, which no other cluster shares and a Velero reinstall does
-// not change, and Velero's namespace, which tells two installs in one cluster apart.
-func InstallIdentity(clusterUID, namespace string) string { return clusterUID + "/" + namespace }
-
-// ReadInstall reads this install's identity from the Kubernetes API.
-func ReadInstall(ctx context.Context, kube client.Reader, namespace string) (string, error) {
-	var ns corev1.Namespace
-	if err := kube.Get(ctx, client.ObjectKey{Name: clusterNamespace}, &ns); err != nil {
-		return "", fmt.Errorf("reading namespace %s, whose UID identifies the cluster: %w (let the audit get namespaces)", clusterNamespace, err)
-	}
-	return InstallIdentity(string(ns.UID), namespace), nil
 }
 
 // place is where the audit lists snapshots: one kind, credentials and region.
@@ -98,7 +81,7 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 	}
 	sort.Slice(w.Locations, func(i, j int) bool { return w.Locations[i].Name < w.Locations[j].Name })
 	var err error
-	if w.Install, err = ReadInstall(ctx, a.Kube, a.Namespace); err != nil {
+	if w.Install, err = location.ReadInstall(ctx, a.Kube, a.Namespace); err != nil {
 		w.InstallErr = err.Error()
 	}
 	var backups velerov1.BackupList

@@ -9,12 +9,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
@@ -57,7 +51,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(Command, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
-	namespace := fs.String("namespace", defaultNamespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
+	namespace := fs.String("namespace", location.Namespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
 	only := fs.String("location", "", "check only this VolumeSnapshotLocation (default: every one of provider "+location.DefaultProvider+")")
 	output := fs.String("output", outputText, "output format: text or json")
 	fs.Usage = func() {
@@ -100,17 +94,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return rep.ExitCode()
 }
 
-func defaultNamespace() string {
-	if ns := os.Getenv(location.NamespaceEnv); ns != "" {
-		return ns
-	}
-	return location.DefaultNamespace
-}
-
 // run builds the real ports and runs the check. The credentials files the Resolver writes go
 // to a directory of the check's own, removed at the end.
 func run(ctx context.Context, kubeconfig, namespace, only string, stderr io.Writer) (Report, error) {
-	kube, err := newKubeReader(kubeconfig)
+	kube, err := location.NewClient(kubeconfig, userAgent)
 	if err != nil {
 		return Report{}, err
 	}
@@ -131,30 +118,6 @@ func run(ctx context.Context, kubeconfig, namespace, only string, stderr io.Writ
 		Shell: shellOf(os.Getenv, fileExists),
 	}
 	return c.Run(ctx, only)
-}
-
-// newKubeReader builds a client of the cluster from the kubeconfig named, else clientcmd's
-// default loading rules (KUBECONFIG, ~/.kube/config, else the in-cluster config), as the item
-// actions do.
-func newKubeReader(kubeconfig string) (client.Reader, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no Kubernetes client config: %w", err)
-	}
-	cfg.UserAgent = userAgent
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{velerov1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	return c, nil
 }
 
 // fileExists reports whether path names something the check can stat.

@@ -45,7 +45,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(Command, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
-	namespace := fs.String("namespace", audit.DefaultNamespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
+	namespace := fs.String("namespace", location.Namespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
 	var o Options
 	fs.StringVar(&o.Backup, "backup", "", "the Backup to restore (required)")
 	fs.StringVar(&o.Location, "location", "", "the VolumeSnapshotLocation to restore through, e.g. the recovery region's (default: the backup's)")
@@ -87,7 +87,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drill: --timeout %s: want more than 0 and less than %s\n", o.Timeout, audit.DrillMaxDuration)
 		return ExitError
 	}
-	kube, err := audit.NewKubeClient(*kubeconfig, userAgent)
+	kube, err := location.NewClient(*kubeconfig, userAgent)
 	if err != nil {
 		fmt.Fprintf(stderr, "drill: %v\n", err)
 		return ExitError

@@ -26,6 +26,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
 
 // Waits and limits of a drill.
@@ -82,7 +83,7 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	default:
 		return Report{}, fmt.Errorf("backup %s is %s: only a Completed or PartiallyFailed backup can be restored", o.Backup, backup.Status.Phase)
 	}
-	install, err := audit.ReadInstall(ctx, d.Kube, d.Namespace)
+	install, err := location.ReadInstall(ctx, d.Kube, d.Namespace)
 	if err != nil {
 		return Report{}, fmt.Errorf("a drill tags its volumes with this install's identity: %w", err)
 	}

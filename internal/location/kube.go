@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -49,26 +47,7 @@ func transientAPIError(err error) bool {
 
 // newDefaultReader builds a client from clientcmd's default loading rules: KUBECONFIG (or
 // ~/.kube/config), else the in-cluster config, as Velero's client.Factory does.
-func newDefaultReader() (client.Reader, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no Kubernetes client config in KUBECONFIG or in-cluster: %w", err)
-	}
-	cfg.UserAgent = "velero-plugin-for-aws-async"
-	scheme := runtime.NewScheme()
-	if err := velerov1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("building Kubernetes client: %w", err)
-	}
-	return c, nil
-}
+func newDefaultReader() (client.Reader, error) { return NewClient("", "velero-plugin-for-aws-async") }
 
 // client returns the reader, building it on first use.
 func (s *state) client() (client.Reader, error) {

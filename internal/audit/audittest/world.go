@@ -55,8 +55,8 @@ const (
 )
 
 var (
-	InstallA = audit.InstallIdentity(ClusterAUID, VeleroNS)
-	InstallB = audit.InstallIdentity(ClusterBUID, VeleroNS)
+	InstallA = location.InstallIdentity(ClusterAUID, VeleroNS)
+	InstallB = location.InstallIdentity(ClusterBUID, VeleroNS)
 	keys     = map[string]ec2sim.AccessKey{
 		SourceProfile: {AccessKeyID: "AKIASOURCE", SecretAccessKey: "source-secret"},
 		VaultProfile:  {AccessKeyID: "AKIAVAULT", SecretAccessKey: "vault-secret"},
