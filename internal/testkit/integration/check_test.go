@@ -42,7 +42,8 @@ var (
 // readActions are the EC2 actions the check may send for real.
 var readActions = []string{"DescribeVolumes", "DescribeSnapshots", "DescribeAvailabilityZones", "DescribeSnapshotAttribute", "DescribeLockedSnapshots"}
 
-// readmePath is the README, whose section "Before the first backup" shows the correct setup's output.
+// readmePath is the README, whose section "Your first location, and check" shows an excerpt of the
+// correct setup's output.
 const readmePath = "../../../README.md"
 
 // The check's setup: the location's Secret, Velero's Deployment, the volumes.
@@ -93,8 +94,8 @@ func TestCheckCorrectSetupPassesEveryLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sample := strings.TrimSuffix(run.text, "\n"); !strings.Contains(string(readme), "```text\n"+sample+"\n```") {
-		t.Errorf("the README's sample output (Before the first backup) is not this output")
+	if missing := readmeSampleMissing(string(readme), run.text); missing != "" {
+		t.Errorf("the README's sample output (Your first location, and check) shows %q, which this output lacks (in that order)", missing)
 	}
 	jsonRun := runCheck(t, checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM}, "json")
 	n := 0
@@ -345,4 +346,29 @@ func (rec *recorder) all() []ec2Request {
 
 func without(list []string, drop string) []string {
 	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == drop })
+}
+
+// readmeSampleMissing returns the first line of the README's sample of check's output (the text
+// block that starts with "VolumeSnapshotLocation ") that the output lacks, lines taken in order;
+// "…" lines mark what the excerpt leaves out. It returns "" when every line is there, and a
+// note when the README has no such sample.
+func readmeSampleMissing(readme, output string) string {
+	const start, elision = "```text\nVolumeSnapshotLocation ", "…"
+	i := strings.Index(readme, start)
+	if i < 0 {
+		return "(no sample: no text block starting with VolumeSnapshotLocation)"
+	}
+	sample, _, _ := strings.Cut(readme[i+len("```text\n"):], "\n```")
+	out := strings.Split(output, "\n")
+	for _, want := range strings.Split(sample, "\n") {
+		if strings.TrimSpace(want) == elision {
+			continue
+		}
+		j := slices.Index(out, want)
+		if j < 0 {
+			return want
+		}
+		out = out[j+1:]
+	}
+	return ""
 }
