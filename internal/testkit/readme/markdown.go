@@ -70,3 +70,80 @@ func language(info string) string {
 	}
 	return strings.ToLower(info)
 }
+
+// shellCommands splits the sh blocks into commands: a line ending in a backslash, or with a
+// single quote left open, continues on the next.
+func shellCommands(blocks []block) []string {
+	var cmds []string
+	for _, b := range blocks {
+		if b.lang != "sh" {
+			continue
+		}
+		cur := ""
+		for _, l := range b.body {
+			cur += l
+			if strings.HasSuffix(cur, "\\") {
+				cur = strings.TrimSuffix(cur, "\\") + " "
+				continue
+			}
+			if strings.Count(cur, "'")%2 == 1 {
+				cur += "\n"
+				continue
+			}
+			if strings.TrimSpace(cur) != "" {
+				cmds = append(cmds, strings.TrimSpace(cur))
+			}
+			cur = ""
+		}
+	}
+	return cmds
+}
+
+// words splits a shell command into words: quotes group and are removed, a # that starts a word
+// ends the command.
+func words(cmd string) []string {
+	var out []string
+	var cur strings.Builder
+	inWord, quote := false, rune(0)
+	for _, r := range cmd {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case r == '#' && !inWord:
+			return out
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// VeleroCommands returns the words of every `velero` command in the sh blocks of a Markdown
+// document, for a test to hand to the real CLI.
+func VeleroCommands(md string) ([][]string, error) {
+	blocks, err := splitBlocks("README.md", md)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for _, c := range shellCommands(blocks) {
+		if ws := words(c); len(ws) > 1 && ws[0] == "velero" {
+			out = append(out, ws)
+		}
+	}
+	return out, nil
+}

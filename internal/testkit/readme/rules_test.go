@@ -91,67 +91,6 @@ func veleroServerFlags(t *testing.T) []string {
 	return names
 }
 
-// shellCommands splits the sh blocks into commands: a line ending in a backslash, or with a
-// single quote left open, continues on the next.
-func shellCommands(blocks []block) []string {
-	var cmds []string
-	for _, b := range blocks {
-		if b.lang != "sh" {
-			continue
-		}
-		cur := ""
-		for _, l := range b.body {
-			cur += l
-			if strings.HasSuffix(cur, "\\") {
-				cur = strings.TrimSuffix(cur, "\\") + " "
-				continue
-			}
-			if strings.Count(cur, "'")%2 == 1 {
-				cur += "\n"
-				continue
-			}
-			if strings.TrimSpace(cur) != "" {
-				cmds = append(cmds, strings.TrimSpace(cur))
-			}
-			cur = ""
-		}
-	}
-	return cmds
-}
-
-// words splits a shell command into words: quotes group and are removed, a # that starts a word
-// ends the command.
-func words(cmd string) []string {
-	var out []string
-	var cur strings.Builder
-	inWord, quote := false, rune(0)
-	for _, r := range cmd {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteRune(r)
-		case r == '\'' || r == '"':
-			quote, inWord = r, true
-		case r == ' ' || r == '\t' || r == '\n':
-			if inWord {
-				out = append(out, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case r == '#' && !inWord:
-			return out
-		default:
-			cur.WriteRune(r)
-			inWord = true
-		}
-	}
-	if inWord {
-		out = append(out, cur.String())
-	}
-	return out
-}
-
 // flagValue returns the value of --name (as "--name value" or "--name=value") in a command's words.
 func flagValue(ws []string, name string) (string, bool) {
 	for i, w := range ws {
@@ -538,3 +477,23 @@ func flagRule(serverFlags []string) func(string, []block) []string {
 }
 
 func toneRule(md string, _ []block) []string { return lengthAndToneProblems(md) }
+
+// TestVeleroCommands: commands continue over backslashes and open quotes, quotes group words,
+// comments end them, and only velero commands are returned.
+func TestVeleroCommands(t *testing.T) {
+	md := "```sh\nvelero install --provider aws \\\n  --plugins a,b   # both plugins\n" +
+		"kubectl patch x -p '[\n  {\"a\": 1}]'\nvelero schedule create n --schedule \"0 2 * * *\"\n```\n" +
+		"```text\nvelero backup get\n```\n"
+	cmds, err := VeleroCommands(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cmds {
+		got = append(got, strings.Join(c, "|"))
+	}
+	want := []string{"velero|install|--provider|aws|--plugins|a,b", "velero|schedule|create|n|--schedule|0 2 * * *"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
