@@ -69,6 +69,7 @@ func TestREADMECopyPasteRules(t *testing.T) {
 		"one location name, ebs, and recovery locations copy back":               locationProblems(blocks),
 		"a server flag comes with the kubectl patch that sets it":                serverFlagProblems(src, blocks, veleroServerFlags(t)),
 		"a user's README, not a test report":                                     lengthAndToneProblems(src),
+		"every link leads somewhere":                                             linkProblems(src, filepath.Dir(readmePath(t))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range problems {
@@ -393,6 +394,51 @@ func lengthAndToneProblems(src string) []string {
 	return problems
 }
 
+var (
+	heading      = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	anchorDrop   = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]*)\)`)
+)
+
+// anchor is the fragment GitHub gives a heading: lower case, punctuation dropped, spaces as dashes.
+func anchor(h string) string {
+	return strings.ReplaceAll(anchorDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")
+}
+
+// linkProblems: every in-page link names a heading, and every relative link a file under root
+// (and, with a fragment, a heading of that Markdown file).
+func linkProblems(src, root string) []string {
+	anchors := func(md string) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(md, -1) {
+			out[anchor(m[1])] = true
+		}
+		return out
+	}
+	own := anchors(src)
+	var problems []string
+	for _, m := range markdownLink.FindAllStringSubmatch(src, -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || target == "" {
+			continue
+		}
+		file, frag, _ := strings.Cut(target, "#")
+		headings := own
+		if file != "" {
+			b, err := os.ReadFile(filepath.Join(root, file))
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("link %s: no such file", target))
+				continue
+			}
+			headings = anchors(string(b))
+		}
+		if frag != "" && !headings[frag] {
+			problems = append(problems, fmt.Sprintf("link %s: no heading #%s", target, frag))
+		}
+	}
+	return problems
+}
+
 // TestCopyPasteRulesCatch shows each rule failing on the defect it guards against, and passing
 // on the setup the README gives.
 func TestCopyPasteRulesCatch(t *testing.T) {
@@ -446,6 +492,10 @@ func TestCopyPasteRulesCatch(t *testing.T) {
 				"Use `--default-item-operation-timeout` and `velero install --item-block-worker-count 2`.\n```text\n  ✓ --default-volume-snapshot-locations: ebs\n```\n"},
 		{name: "test-report phrasing", rule: toneRule, md: "Measured on this round's code (issue 21), 70 seeds a second.\n", want: "reads as a test report"},
 		{name: "too long", rule: toneRule, md: strings.Repeat("line\n", maxLines+1), want: "more than 700"},
+		{name: "links to headings that exist", rule: linkRule,
+			md: "## Your first location, and `check`\n### With the velero CLI\nSee [check](#your-first-location-and-check), [CLI](#with-the-velero-cli) and [home](https://example.com/x#y).\n"},
+		{name: "a link to a heading that moved", rule: linkRule, md: "## Known limits\nSee [Compatibility](#compatibility).\n", want: "no heading #compatibility"},
+		{name: "a link to a file that is not there", rule: linkRule, md: "See [the kit](internal/nowhere/README.md).\n", want: "no such file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -477,6 +527,8 @@ func flagRule(serverFlags []string) func(string, []block) []string {
 }
 
 func toneRule(md string, _ []block) []string { return lengthAndToneProblems(md) }
+
+func linkRule(md string, _ []block) []string { return linkProblems(md, ".") }
 
 // TestVeleroCommands: commands continue over backslashes and open quotes, quotes group words,
 // comments end them, and only velero commands are returned.
