@@ -345,7 +345,7 @@ func (r *rig) deleteDuringOutage(sim simClient, backup string, sources, copies [
 			t.Errorf("backup %s is %s after the failed deletion, want %s (Velero %s)", backup, phase, velerov1.BackupPhaseDeleting, veleroVersion())
 		}
 		if len(keys) != 0 {
-			t.Errorf("Velero %s kept %v of backup %s in bucket %s: it removes a backup whose deletion failed, see the README (Compatibility) if it no longer does", veleroVersion(), keys, backup, replicaBucket)
+			t.Errorf("Velero %s kept %v of backup %s in bucket %s: it removes a backup whose deletion failed, see the README (Known limits) if it no longer does", veleroVersion(), keys, backup, replicaBucket)
 		}
 	}
 	// The request stays as Velero's record of the failure; the next deletion makes a new one.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/readme"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,6 +123,8 @@ func TestE2E(t *testing.T) {
 	})
 	r.saw("simulator stats at the end: %v", sim.stats())
 	r.sub("no-credentials-in-logs", r.checkNoSecretsInLogs)
+	r.sub("readme-describe-samples", r.checkReadmeSamples)
+	r.sub("readme-velero-commands", r.checkReadmeCommands)
 }
 
 func (r *rig) smokeBackup() {
@@ -384,6 +387,9 @@ func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 			restarted = true
 			r.restartVeleroServer()
 		}
+		if disrupt == "" {
+			r.captureWaiting(name)
+		}
 		if disrupt == "" && !describedWaiting {
 			d, err := r.velero("backup", "describe", name, "--details", "--colorized=false")
 			if err != nil {
@@ -418,6 +424,9 @@ func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 	}
 	d := r.mustVelero("backup", "describe", name, "--details", "--colorized=false")
 	r.saveDescribe(name+"-final", d, disrupt == "")
+	if disrupt == "" && b.Status.Phase == velerov1.BackupPhaseCompleted {
+		r.addSample(readme.BackupCompleted, d)
+	}
 	// A kill lands inside a reconcile (plugin processes live only that long), so Velero core may fail
 	// the operation whose call was cut; that is judged separately from the plugin's own guarantees.
 	coreLimit := false

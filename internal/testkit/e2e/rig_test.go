@@ -75,6 +75,8 @@ type rig struct {
 	creds map[string]credSecret
 
 	pluginErr error // set when this repository's plugin could not be built
+
+	samples describeSamples // describe outputs for the README's samples
 }
 
 // cluster is one Kubernetes cluster of the rig (etcd, kube-apiserver) with its Velero server.

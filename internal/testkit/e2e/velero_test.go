@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/readme"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -425,6 +426,9 @@ func (r *rig) restore(t *testing.T, name, backup string, pvs int) (*velerov1.Res
 		rs.Status.RestoreItemOperationsFailed, rs.Status.Errors, rs.Status.Warnings)
 	d, _ := r.velero("restore", "describe", name, "--details", "--colorized=false")
 	r.saveDescribe(name+"-final", d, true)
+	if rs.Status.Phase == velerov1.RestorePhaseCompleted {
+		r.addSample(readme.Restore, d)
+	}
 	logs, _ := r.velero("restore", "logs", name)
 	r.saveLog(name+"-restore-logs", logs)
 	if rs.Status.RestoreItemOperationsAttempted != pvs || rs.Status.RestoreItemOperationsCompleted != pvs {

@@ -8,5 +8,5 @@
 // every step it checks the promises users rely on (see invariants.go).
 //
 // The scheduler is pgregory.net/rapid: it draws every choice, shrinks a failing run to a short
-// trace and replays it from its seed (-rapid.seed). See the README's Reliability section.
+// trace and replays it from its seed (-rapid.seed). See internal/testkit/README.md, The explorer.
 package explore

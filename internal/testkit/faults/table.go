@@ -14,7 +14,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
-// WriteTable writes results as the README's Reliability table (Markdown).
+// WriteTable writes results as the Reliability table of internal/testkit/README.md (Markdown).
 func WriteTable(w io.Writer, results []*rig.Result) error {
 	var b strings.Builder
 	b.WriteString("| Scenario | Load | Faults injected | Operations failed | Duplicates | Snapshots leaked | Longest reconcile | Duration | Result |\n")

@@ -25,15 +25,17 @@ const (
 	demoLimit           = 30 * time.Minute
 )
 
-// shellLines returns the lines of the README's sh blocks that start with one of prefixes, in
-// order, failing the test when a prefix matches none: a block renamed must not pass unnoticed.
-func shellLines(t *testing.T, prefixes ...string) []string {
+// shellLines returns the lines of the sh blocks of the Markdown document at path that start with
+// one of prefixes, in order, failing the test when a prefix matches none: a block renamed must
+// not pass unnoticed.
+func shellLines(t *testing.T, path string, prefixes ...string) []string {
 	t.Helper()
-	src, err := os.ReadFile(readmePath(t))
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := splitBlocks("README.md", string(src))
+	name := filepath.Base(path)
+	blocks, err := splitBlocks(name, string(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,20 +53,20 @@ func shellLines(t *testing.T, prefixes ...string) []string {
 			}
 		}
 		if !found {
-			t.Fatalf("README.md: no sh line starts with %q", p)
+			t.Fatalf("%s: no sh line starts with %q", path, p)
 		}
 	}
 	return out
 }
 
-// TestREADMESimulatorCommandsWorkAsWritten runs the README's two lines that start the EC2
-// simulator and point the SDK at it, exactly as written, in the module root (a fresh clone holds
-// nothing else), then makes an EC2 call with the environment they set.
+// TestREADMESimulatorCommandsWorkAsWritten runs the test kit README's two lines that start the
+// EC2 simulator and point the SDK at it, exactly as written, in the module root (a fresh clone
+// holds nothing else), then makes an EC2 call with the environment they set.
 func TestREADMESimulatorCommandsWorkAsWritten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the simulator")
 	}
-	lines := shellLines(t, "go run ./internal/testkit/cmd/ec2sim", "export AWS_ENDPOINT_URL_EC2")
+	lines := shellLines(t, testkitReadmePath(t), "go run ./internal/testkit/cmd/ec2sim", "export AWS_ENDPOINT_URL_EC2")
 	envFile := filepath.Join(t.TempDir(), "env")
 	script := strings.Join(lines, "\n") + "\nenv > " + envFile + ".tmp && mv " + envFile + ".tmp " + envFile + "\nwait\n"
 	cmd := exec.Command("bash", "-c", script)
@@ -109,6 +111,12 @@ func TestREADMESimulatorCommandsWorkAsWritten(t *testing.T) {
 	}
 }
 
+// testkitReadmePath is the test kit's README, beside the code it describes.
+func testkitReadmePath(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(filepath.Dir(readmePath(t)), "internal", "testkit", "README.md")
+}
+
 // awaitEnv waits for the script to write its environment to path and reads it.
 func awaitEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
@@ -139,7 +147,7 @@ func TestREADMEDemoWorksAsWritten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo")
 	}
-	line := shellLines(t, "make demo")[0]
+	line := shellLines(t, readmePath(t), "make demo")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), demoLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", line)
