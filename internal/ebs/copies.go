@@ -20,7 +20,8 @@ import (
 // maxDescriptionLen is EC2's limit on a snapshot's description.
 const maxDescriptionLen = 255
 
-// fillCopySlots starts copies into the target for the sources the backup's operations follow,
+// fillCopySlots starts copies into the target for the sources decideFill lets be copied (those of
+// the open operations this process was asked about),
 // oldest first, while the target account has free copy slots in the target region, EC2's
 // request rate allows and this description's time budget lasts; it returns the account's copies
 // into the target it judged from (nil when nothing of the backup awaits a copy there, or its own
@@ -36,8 +37,7 @@ const maxDescriptionLen = 255
 // for others (that would leave them idle). The turns are fair all the same: Velero's operations
 // controller reconciles waiting backups one after another every sync period, in the order its
 // informer cache lists them, which Go's map iteration makes different every period.
-func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (*copySlots, error) {
-	now := t.clock.Now()
+func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target, now time.Time) (*copySlots, error) {
 	if tg.vault() && v.place.Vault == nil || v.inFlight(tg) >= t.copyLimit || len(v.awaitingCopy(tg, now, t.listingLag, 1)) == 0 {
 		return nil, nil // the backup's own copies fill the account's slots, or none awaits
 	}
@@ -53,6 +53,8 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		return a, nil
 	}
 	batch := v.awaitingCopy(tg, now, t.listingLag, free)
+	// The requests begin now: their marks and records say so, never an earlier time, or a
+	// later call would take a copy made within the listing lag for one never asked for.
 	start := t.clock.Now()
 	defer func() { v.spend(t.clock.Since(start)) }()
 	src, err := v.place.Clients(ctx, v.region)
@@ -63,7 +65,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 	if err != nil {
 		return a, err
 	}
-	requestedAt := now.UTC().Format(time.RFC3339)
+	requestedAt := start.UTC().Format(time.RFC3339)
 	marked, err := t.markForCopy(ctx, src, v, batch, tg, requestedAt)
 	if err != nil {
 		return a, err
@@ -83,14 +85,14 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target) (
 		}
 		in := copyInput(s, v.region, tg)
 		out, err := dst.CopySnapshot(ctx, in, ec2api.Bounded, ec2api.RetryThrottlingOnly)
-		switch d := decideCopyAnswer(tg, id, err, sharedAt(s), t.clock.Now(), t.listingLag); d.outcome {
+		switch d := decideCopyAnswer(tg, id, err, sharedAt(s), now, t.listingLag); d.outcome {
 		case copyMade:
-			v.recordCopy(tg, s, aws.ToString(out.SnapshotId), in.TagSpecifications[0].Tags, now)
-			a.started(id, now)
+			v.recordCopy(tg, s, aws.ToString(out.SnapshotId), in.TagSpecifications[0].Tags, start)
+			a.started(id, start)
 			t.log.Infof("Copying snapshot %s from %s to %s as %s", id, v.region, tg, aws.ToString(out.SnapshotId))
 		case copyMaybeMade:
-			v.markRequested(tg, id, now)
-			a.started(id, now)
+			v.markRequested(tg, id, start)
+			a.started(id, start)
 			t.log.WithError(err).Warnf("CopySnapshot of %s to %s may have taken effect; waiting for EC2 to list the copy", id, tg)
 		case copyQueued:
 			a.queue(errors.New(d.why))

@@ -3,6 +3,7 @@ package ebs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -189,32 +190,57 @@ func decideSource(op Operation, src *types.Snapshot, p velero.OperationProgress)
 	return p, false
 }
 
-// decideReport reports an operation whose source completed from the phases of its copies, in
-// order: the first failed phase fails it (phases after it are zero); it completes only when
-// every phase is done.
+// decideReport reports an operation whose source completed from the phases of its copies. A
+// failed phase fails it, once no vault copy is still being made, locked or its source's share
+// removed (until then it waits, saying why it will fail); it completes only when every phase is
+// done.
 func decideReport(op Operation, srcID string, phases []phase, p velero.OperationProgress) velero.OperationProgress {
-	var waiting, done []string
+	var waiting, done, failed, busy []string
 	for _, ph := range phases {
 		p.NCompleted += ph.units
-		if ph.err != "" {
-			p.Completed = true
-			p.Err = ph.err
-			return p
-		}
-		if ph.done {
+		switch {
+		case ph.err != "":
+			failed = append(failed, ph.err)
+		case ph.done:
 			done = append(done, ph.desc)
-		} else {
+		case ph.busy:
+			busy = append(busy, ph.desc)
+			waiting = append(waiting, ph.desc)
+		default:
 			waiting = append(waiting, ph.desc)
 		}
 	}
-	if len(waiting) > 0 {
+	switch {
+	case len(failed) > 0 && len(busy) > 0:
+		p.Description = fmt.Sprintf("%s; before failing: %s", strings.Join(failed, "; "), strings.Join(busy, "; "))
+	case len(failed) > 0:
+		p.Completed = true
+		p.Err = strings.Join(failed, "; ")
+	case len(waiting) > 0:
 		p.Description = strings.Join(waiting, "; ")
-		return p
-	}
-	p.Completed = true
-	p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
-	if len(done) > 0 {
+	case len(done) > 0:
+		p.Completed = true
 		p.Description = fmt.Sprintf("snapshot %s in %s and its %s completed", srcID, op.Region, strings.Join(done, " and "))
+	default:
+		p.Completed = true
+		p.Description = fmt.Sprintf("snapshot %s in %s completed", srcID, op.Region)
 	}
 	return p
+}
+
+// decideAbandon lists the vault phases to end without a copy because another phase fails the
+// operation: those with no vault copy being made (not busy), not done and not failed. Their
+// source's share is removed before the operation fails, so that nothing stays shared once it
+// has ended.
+func decideAbandon(targets []target, phases []phase) []int {
+	if !slices.ContainsFunc(phases, func(ph phase) bool { return ph.err != "" }) {
+		return nil
+	}
+	var out []int
+	for i, tg := range targets {
+		if ph := phases[i]; tg.vault() && !ph.done && !ph.busy && ph.err == "" {
+			out = append(out, i)
+		}
+	}
+	return out
 }

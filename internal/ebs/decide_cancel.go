@@ -15,8 +15,9 @@ type cancelStep struct {
 
 // decideCancel lists what cancelling the operation following src asks for, in order: per
 // target, the removal of a vault's share (when the source is marked shared) and the deletion of
-// a copy still pending and not locked (EC2 would refuse to delete a locked one, and it is the
-// backup's).
+// a copy still pending, unless it is kept: locked (EC2 would refuse to delete it, and it is the
+// backup's), or a vault copy vaultRetainOnDelete keeps (its hours of copying are what the
+// location asks to keep).
 func decideCancel(v *backupView, src *types.Snapshot) []cancelStep {
 	var steps []cancelStep
 	for _, tg := range targetsOf(src) {
@@ -24,9 +25,16 @@ func decideCancel(v *backupView, src *types.Snapshot) []cancelStep {
 			steps = append(steps, cancelStep{tg: tg, unshare: true})
 		}
 		cp := v.copyOf(tg, aws.ToString(src.SnapshotId))
-		if cp != nil && cp.State == types.SnapshotStatePending && !locked(v.lockState(aws.ToString(cp.SnapshotId))) {
+		if cp != nil && cp.State == types.SnapshotStatePending && !keptOnCancel(tg, src, cp, v.lockState(aws.ToString(cp.SnapshotId))) {
 			steps = append(steps, cancelStep{tg: tg, copyID: aws.ToString(cp.SnapshotId)})
 		}
 	}
 	return steps
+}
+
+// keptOnCancel reports whether a pending copy of src into the target stays when its operation
+// is cancelled: it is locked, or it is a vault copy that src or the copy itself says to retain.
+func keptOnCancel(tg target, src, cp *types.Snapshot, lock types.LockState) bool {
+	retained := tagValue(src.Tags, TagVaultRetainOnDelete) == "true" || tagValue(cp.Tags, TagVaultRetainOnDelete) == "true"
+	return locked(lock) || tg.vault() && retained
 }

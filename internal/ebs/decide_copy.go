@@ -12,18 +12,16 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
-// decideForeignSource judges a source of this backup that carries none of this plugin's tags:
-// the snapshot was taken through another provider's VolumeSnapshotLocation (the upstream
-// plugin's; Velero takes a PV's snapshot through the first of the backup's locations whose
-// plugin accepts the volume), so it has no copy intent. When the backup names the place's
-// location of this plugin and that location asks for copies, the operation fails, naming the
-// locations that may have taken it and why no copy exists; "" otherwise (a backup that names
-// no location of this plugin is left alone).
+// decideForeignSource judges a source of this backup that this plugin's CreateSnapshot did not
+// make (madeByThisPlugin): the snapshot was taken through another provider's
+// VolumeSnapshotLocation (the upstream plugin's; Velero takes a PV's snapshot through the first of
+// the backup's locations whose plugin accepts the volume), so it has no copy intent. When the
+// backup names the place's location of this plugin and that location asks for copies, the
+// operation fails, naming the locations that may have taken it and why no copy exists; "" otherwise
+// (a backup that names no location of this plugin is left alone).
 func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string) string {
-	for _, t := range src.Tags {
-		if strings.HasPrefix(aws.ToString(t.Key), tagPrefix) {
-			return "" // this plugin's snapshot
-		}
+	if madeByThisPlugin(src) {
+		return ""
 	}
 	wanted := configTargets(pl.Config)
 	if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {
@@ -38,7 +36,7 @@ func decideForeignSource(src *types.Snapshot, pl Place, backupLocations []string
 	for i, tg := range wanted {
 		asks[i] = tg.copyName() + " to " + tg.String()
 	}
-	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of %s's tags), so it has no %s that %s asks for: "+
+	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of the tags %s writes when it takes a snapshot), so it has no %s that %s asks for: "+
 		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
 		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
 }
@@ -130,7 +128,9 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg target, f fill, now 
 	case cp == nil && f.err != nil:
 		return wait("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))
 	case cp == nil && v.recentlyRequested(src, tg, v.seenAt(), listingLag):
-		return wait("%s of %s to %s requested; waiting for EC2 to list it", tg.copyName(), srcID, tg)
+		d := wait("%s of %s to %s requested; waiting for EC2 to list it", tg.copyName(), srcID, tg)
+		d.phase.busy = tg.vault() // a vault copy EC2 may have made is locked before the operation ends
+		return d
 	case cp == nil:
 		return wait("%s", slotWait(v, f.slots, srcID, tg, now, copyLimit))
 	case cp.State == types.SnapshotStateError:
@@ -167,4 +167,36 @@ func configTargets(m map[string]string) []target {
 		out = append(out, target{account: cfg.Vault.AccountID, region: cfg.Vault.Region})
 	}
 	return out
+}
+
+// fillFacts is what a view shows of a completed source bound for a target, as far as starting
+// its copy goes.
+type fillFacts struct {
+	// claimed: an operation of this process follows it; ended: this process reported that
+	// operation ended; failing: its copy into one of its targets is refused or ended in error.
+	claimed, ended, failing bool
+	// copied: EC2 lists its copy into the target.
+	copied bool
+	// cancelled: Velero cancelled its operation (marked, or seen by this process); timedOut:
+	// Velero's item-operation timeout may have passed for it.
+	cancelled, timedOut bool
+	// unreturned: still marked recorded=pending; deleting: its deletion has begun.
+	unreturned, deleting bool
+	// requested: its copy into the target was asked for within EC2's listing lag.
+	requested bool
+}
+
+// decideFill decides whether a fill may start the copy of a completed source into a target
+// now. A copy is started (and a vault's share made) only for the source of an operation that
+// is open and asked for progress in this process, and never for one whose operation fails,
+// was cancelled or timed out, whose create did not return it to Velero, whose deletion has
+// begun, or that has its copy; one asked for within the listing lag waits for EC2's listing.
+func decideFill(f fillFacts) verdict {
+	switch {
+	case !f.claimed || f.ended || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
+		return copyNever
+	case f.requested:
+		return copyLater
+	}
+	return copyNow
 }

@@ -52,7 +52,7 @@ type vaultDecision struct {
 // when all of that is.
 func decideVaultSteps(v *backupView, src *types.Snapshot, tg target, cp *types.Snapshot) vaultDecision {
 	cpID := aws.ToString(cp.SnapshotId)
-	d := vaultDecision{phase: phase{units: percent(cp.Progress) * vaultCopyUnits / 100}}
+	d := vaultDecision{phase: phase{units: percent(cp.Progress) * vaultCopyUnits / 100, busy: true}}
 	if l, want := parseLockTag(tagValue(src.Tags, TagVaultLock)); want {
 		switch {
 		case locked(v.lockState(cpID)):

@@ -47,6 +47,15 @@ const (
 	recordedReturned = "returned"
 )
 
+// madeByThisPlugin reports whether this plugin's CreateSnapshot made s, by what that call writes
+// at creation: its create token and recorded mark, or, on a snapshot of an earlier release
+// (made before either existed), the volume type every release wrote. No other tag of the
+// plugin's prefix is evidence: a volume this plugin restored carries its restore token, and the
+// upstream plugin copies a volume's tags onto its snapshots.
+func madeByThisPlugin(s *types.Snapshot) bool {
+	return tagValue(s.Tags, TagCreateToken) != "" || tagValue(s.Tags, TagRecorded) != "" || tagValue(s.Tags, TagVolumeType) != ""
+}
+
 // returned reports whether s is marked as returned to Velero by its CreateSnapshot call.
 func returned(s *types.Snapshot) bool {
 	v := tagValue(s.Tags, TagRecorded)

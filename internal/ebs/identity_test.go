@@ -232,8 +232,8 @@ func TestProgressFillBudget(t *testing.T) {
 	if n := m.count("CopySnapshot"); n != int(fillBudget/time.Second) {
 		t.Errorf("%d copies started, want %d", n, int(fillBudget/time.Second))
 	}
-	if m.count("DeleteTags") == 0 {
-		t.Errorf("the sources left for later keep their copy-requested mark")
+	if marked, copied := m.count("CreateTags"), m.count("CopySnapshot"); marked != copied {
+		t.Errorf("%d sources marked for a copy, %d copied: the sources left for later are marked", marked, copied)
 	}
 }
 
@@ -349,7 +349,9 @@ func (l placesOf) RestorePlaces(context.Context, *velerov1.Restore, string) ([]P
 // this plugin is left alone.
 func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T) {
 	upstream := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withoutUID(), withTags(TagPV, "pv-1"))
-	own := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1"))
+	own := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1", TagCreateToken, "t", TagRecorded, recordedReturned))
+	earlier := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest(TagPV, "pv-1", TagVolumeType, "gp3"))
+	restored := snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withoutUID(), withTags(TagPV, "pv-1", TagRestoreToken, "r"))
 	tests := []struct {
 		name      string
 		locations []string
@@ -360,7 +362,11 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			want: want{completed: true, errTxt: "snapshot snap-0000000a of volume " + volA + " was taken through VolumeSnapshotLocation aws-default, not through this plugin's location async"}},
 		{name: "the backup names no location of this plugin", locations: []string{"aws-default"}, snap: upstream,
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		{name: "a volume this plugin restored, snapshotted by the upstream plugin, which copies its restore token", locations: []string{"aws-default", "async"}, snap: restored,
+			want: want{completed: true, errTxt: "was taken through VolumeSnapshotLocation aws-default, not through this plugin's location async"}},
 		{name: "this plugin's snapshot", locations: []string{"aws-default", "async"}, snap: own,
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
+		{name: "an earlier release's snapshot, without create token or recorded mark", locations: []string{"aws-default", "async"}, snap: earlier,
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
 	}
 	for _, tt := range tests {

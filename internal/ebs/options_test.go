@@ -49,17 +49,17 @@ func TestTrackerSettings(t *testing.T) {
 	}
 	m := f.serveTracker(nil)
 	tr := f.tracker(WithCacheTTL(time.Second), WithNotFoundGrace(time.Minute), WithCopyLimit(2))
-	p, err := tr.Progress(context.Background(), opID(volN(2)), inProgress)
-	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (2 copies in flight in the account, 2 of this backup)"})
+	p, err := reconcile(tr, 3, inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (2 copies of this backup in flight, EC2's limit)"})
 	if n := m.count("CopySnapshot"); n != 2 {
 		t.Errorf("%d copies with a limit of 2", n)
 	}
 	f.clk.Step(61 * time.Second)
 	p, err = tr.Progress(context.Background(), opID(volA), inProgress)
 	checkProgress(t, p, err, want{completed: true, desc: "no native snapshot"})
-	// Two descriptions of the backup with a 1 s cache, and one re-read of the sources marked for copies.
-	if n := f.src().describeCount(); n != 3 {
-		t.Errorf("%d DescribeSnapshots, want 3 with a 1s cache", n)
+	// Two descriptions of the backup with a 1 s cache, and a re-read of each source marked for its copy.
+	if n := f.src().describeCount(); n != 4 {
+		t.Errorf("%d DescribeSnapshots, want 4 with a 1s cache", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package ebs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -34,12 +35,15 @@ type phase struct {
 	err string
 	// desc says what the phase waits for, or (done) what it made.
 	desc string
+	// busy says a vault copy is still being made, locked or its source's share removed: the
+	// operation does not end before, even when another phase fails.
+	busy bool
 }
 
 // copyPhase reports the copy of a completed source into the target, failing it (once nothing
 // is left shared) or running the vault steps when the decision says so.
-func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snapshot, tg target, f fill) phase {
-	d := decideCopyPhase(v, src, tg, f, t.clock.Now(), t.listingLag, t.copyLimit)
+func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snapshot, tg target, f fill, now time.Time) phase {
+	d := decideCopyPhase(v, src, tg, f, now, t.listingLag, t.copyLimit)
 	switch {
 	case d.fail != "":
 		return t.failCopy(ctx, v, src, tg, d.fail)
@@ -57,9 +61,22 @@ func (t *Tracker) failCopy(ctx context.Context, v *backupView, src *types.Snapsh
 	}
 	switch err := t.unshare(ctx, v, src, tg); {
 	case err != nil && ec2api.IsTransient(err):
-		return phase{desc: fmt.Sprintf("%s; removing the share of %s with account %s before failing: %v", why, aws.ToString(src.SnapshotId), tg.account, err)}
+		return phase{busy: true, desc: fmt.Sprintf("%s; removing the share of %s with account %s before failing: %v", why, aws.ToString(src.SnapshotId), tg.account, err)}
 	case err != nil:
 		return phase{err: fmt.Sprintf("%s; the snapshot may be left shared with account %s (%s is still set): %v", why, tg.account, TagVaultSharedAt, err)}
 	}
 	return phase{err: why}
+}
+
+// abandonVault ends the vault phase of an operation another phase fails, with no vault copy to
+// finish: no copy of the source is started any more, and its share with the vault account is
+// removed, waited for while the removal may yet succeed.
+func (t *Tracker) abandonVault(ctx context.Context, v *backupView, src *types.Snapshot, tg target, ph phase) phase {
+	switch err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); {
+	case err != nil && ec2api.IsTransient(err):
+		return phase{units: ph.units, busy: true, desc: fmt.Sprintf("removing the share of %s with vault account %s before failing: %v", aws.ToString(src.SnapshotId), tg.account, err)}
+	case err != nil:
+		return phase{units: ph.units, err: fmt.Sprintf("the snapshot may be left shared with account %s (%s is still set): %v", tg.account, TagVaultSharedAt, err)}
+	}
+	return phase{units: ph.units, desc: fmt.Sprintf("no %s to %s is started", tg.copyName(), tg)}
 }

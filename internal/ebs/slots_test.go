@@ -111,7 +111,7 @@ func TestCopySlotsAreTheAccounts(t *testing.T) {
 			if tt.limit != 0 {
 				opts = append(opts, WithCopyLimit(tt.limit))
 			}
-			p, err := f.tracker(opts...).Progress(context.Background(), opID(volN(len(tt.sources)-1)), inProgress)
+			p, err := reconcile(f.tracker(opts...), len(tt.sources), inProgress)
 			checkProgress(t, p, err, tt.want)
 			if got := m.count("CopySnapshot"); got != tt.requests {
 				t.Errorf("%d CopySnapshot calls, want %d", got, tt.requests)
@@ -134,7 +134,7 @@ func TestCopySlotsCountCopiesNotListedYet(t *testing.T) {
 	f.dst().add(othersCopies(17, types.SnapshotStatePending, -time.Hour)...)
 	m := f.serveTracker(map[string][]error{"snap-00000000": {netErr()}})
 	tr := f.tracker()
-	p, err := tr.Progress(context.Background(), opID(volN(3)), inProgress)
+	p, err := reconcile(tr, 4, inProgress)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 3 of this backup)"})
 	if got := m.count("CopySnapshot"); got != 3 {
 		t.Fatalf("%d CopySnapshot calls, want the 3 free slots filled", got)

@@ -91,6 +91,9 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 	if l.note != "" && !p.Completed {
 		p.Description += " (" + l.note + ")"
 	}
+	if p.Completed && l.view != nil && l.res.source != nil {
+		l.view.end(aws.ToString(l.res.source.SnapshotId))
+	}
 	return p, nil
 }
 
@@ -138,8 +141,10 @@ func (t *Tracker) lookup(ctx context.Context, op Operation, backup *velerov1.Bac
 }
 
 // report reports an operation whose snapshot is known, starting copies on the way. Each
-// phase counts 100 units: the snapshot, then its copy and its vault copy when asked for.
+// phase counts 100 units: the snapshot, then its copy and its vault copy when asked for. Every
+// decision of one report is made at one time, p.Updated: when the call began.
 func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *types.Snapshot, p velero.OperationProgress) velero.OperationProgress {
+	now := p.Updated
 	srcID := aws.ToString(src.SnapshotId)
 	targets := targetsOf(src)
 	p.Started = aws.ToTime(src.StartTime)
@@ -151,10 +156,10 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 				continue // nothing is shared before the vault account is confirmed
 			}
 		}
-		fills[i].slots, fills[i].err = t.fillCopySlots(ctx, v, tg)
+		fills[i].slots, fills[i].err = t.fillCopySlots(ctx, v, tg, now)
 	}
-	if now := v.sourceByID(srcID); now != nil { // as marked by the fill
-		src = now
+	if cur := v.sourceByID(srcID); cur != nil { // as marked by the fill
+		src = cur
 	}
 	p, settled := decideSource(op, src, p)
 	if settled {
@@ -162,9 +167,10 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op Operation, src *
 	}
 	phases := make([]phase, len(targets))
 	for i, tg := range targets {
-		if phases[i] = t.copyPhase(ctx, v, src, tg, fills[i]); phases[i].err != "" {
-			break // the operation fails with it; no later phase is asked for
-		}
+		phases[i] = t.copyPhase(ctx, v, src, tg, fills[i], now)
+	}
+	for _, i := range decideAbandon(targets, phases) {
+		phases[i] = t.abandonVault(ctx, v, src, targets[i], phases[i])
 	}
 	return decideReport(op, srcID, phases, p)
 }

@@ -447,8 +447,8 @@ func TestProgressCache(t *testing.T) {
 	}
 }
 
-// With 25 completed sources and 20 slots, the first call starts the 20 oldest copies; the
-// other calls of the reconcile start none.
+// With 25 completed sources and 20 slots, one reconcile starts the copies of the 20 oldest, each
+// marked before it is copied, by the calls of their own operations; the later calls start none.
 func TestProgressFillsCopySlots(t *testing.T) {
 	f := newFixture(t)
 	const n = 25
@@ -457,8 +457,8 @@ func TestProgressFillsCopySlots(t *testing.T) {
 	}
 	m := f.serveTracker(nil)
 	tr := f.tracker()
-	p, err := tr.Progress(context.Background(), opID(volN(n-1)), inProgress)
-	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 20 of this backup)"})
+	p, err := reconcile(tr, n, inProgress)
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies of this backup in flight, EC2's limit)"})
 	if got := m.count("CopySnapshot"); got != 20 {
 		t.Fatalf("%d CopySnapshot calls, want 20", got)
 	}
@@ -467,8 +467,8 @@ func TestProgressFillsCopySlots(t *testing.T) {
 			t.Errorf("copy %d of %s, want %s (oldest first)", i, got, want)
 		}
 	}
-	if m.count("CreateTags") != 1 || !strings.Contains(m.log[0], fmt.Sprintf("snap-%08x", 19)) {
-		t.Errorf("want one CreateTags marking the batch first: %q", m.log)
+	if m.count("CreateTags") != 20 || !strings.HasPrefix(m.log[0], "CreateTags snap-00000000") {
+		t.Errorf("want each source marked before its copy: %q", m.log)
 	}
 	for i := 0; i < n; i++ {
 		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
@@ -639,7 +639,7 @@ func TestProgressPacesCopiesAtEC2sRate(t *testing.T) {
 		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(-time.Hour)))
 	}
 	m := f.serveTracker(nil)
-	p, err := f.tracker().Progress(context.Background(), opID(volN(59)), inProgress)
+	p, err := reconcile(f.tracker(), 60, inProgress)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for EC2's CopySnapshot request rate in us-west-2 (50 copies started in the last 10s; 5 copies in flight in the account, 5 of this backup)"})
 	if got := m.count("CopySnapshot"); got != 5 {
 		t.Errorf("%d CopySnapshot calls, want the 5 EC2's rate allows", got)
@@ -666,4 +666,17 @@ func TestProgressCachesAFailedDescription(t *testing.T) {
 	f.clk.Step(5 * time.Second)
 	p, err := tr.Progress(context.Background(), opID(volN(0)), inProgress)
 	checkProgress(t, p, err, want{completed: true, n: 100, total: 100, desc: "completed"})
+}
+
+// reconcile asks for the progress of the operations of volumes 0 to n-1 in order, as Velero's
+// operations controller does in one reconcile, and returns the last answer.
+func reconcile(tr *Tracker, n int, backup *velerov1.Backup) (velero.OperationProgress, error) {
+	var p velero.OperationProgress
+	var err error
+	for i := range n {
+		if p, err = tr.Progress(context.Background(), opID(volN(i)), backup); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
 }

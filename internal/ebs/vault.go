@@ -128,13 +128,13 @@ func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snap
 		case d.lock != nil:
 			if err := t.timed(v, func() error { return t.lockVaultCopy(ctx, v, tg, cpID, *d.lock) }); err != nil {
 				if ec2api.IsTransient(err) {
-					return phase{units: d.phase.units, desc: fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)}
+					return phase{units: d.phase.units, busy: true, desc: fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)}
 				}
 				return t.failCopy(ctx, v, src, tg, fmt.Sprintf("locking vault copy %s in %s refused: %v", cpID, tg, err))
 			}
 		case d.unshare:
 			if err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); err != nil {
-				return phase{units: d.phase.units, desc: fmt.Sprintf("vault copy %s in %s completed%s; %v", cpID, tg, d.lockNote, err)}
+				return phase{units: d.phase.units, busy: true, desc: fmt.Sprintf("vault copy %s in %s completed%s; %v", cpID, tg, d.lockNote, err)}
 			}
 		default:
 			return d.phase

@@ -338,3 +338,33 @@ func completedVaultBackup(t *testing.T, w *rig.Accounts, cfg ebs.Config) string 
 	}
 	return srcID
 }
+
+// A regional copy that fails (a copyKmsKeyId the account may not use in the copy region) fails
+// the operation, but not before the vault side has ended cleanly: the vault copy made beside it
+// is locked as configured, and the source is no longer shared with the vault account.
+func TestAFailedRegionalCopyLeavesTheVaultCopyLockedAndNothingShared(t *testing.T) {
+	w := newVaultWorld(t, ec2sim.Faults{})
+	cfg := vaultConfig(ebs.Lock{Mode: ebs.LockModeGovernance, Days: 1})
+	cfg.CopyToRegion, cfg.CopyKMSKeyID = "eu-west-1", privateKey
+	srcID, opID, err := w.Snapshot(cfg, sourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	seen, p, completed := w.Follow(opID, true)
+	log := strings.Join(seen, "\n")
+	if !completed || !strings.Contains(p.Err, "failed") || !strings.Contains(p.Err, "eu-west-1") {
+		t.Fatalf("operation ended (completed=%v) with error %q; want it failed naming the copy into eu-west-1:\n%s", completed, p.Err, log)
+	}
+	if shared := w.Sim.SharedSnapshots(sourceAccount); len(shared) > 0 {
+		t.Errorf("snapshots left shared with the vault once the operation failed: %+v\n%s", shared, log)
+	}
+	copies := w.VaultCopies(vaultRegion, srcID)
+	if len(copies) == 0 {
+		t.Fatalf("no vault copy was made: the test proves nothing\n%s", log)
+	}
+	for _, c := range copies {
+		if c.LockState != string(ebs.LockModeGovernance) {
+			t.Errorf("vault copy %s (%s) has lock %q, want governance\n%s", c.ID, c.State, c.LockState, log)
+		}
+	}
+}

@@ -44,6 +44,7 @@ type backupView struct {
 	requested map[target]map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
 	refused   map[target]map[string]string    // source ID -> why its copy cannot be made
 	claimed   map[string]bool                 // source IDs an operation of this process follows
+	ended     map[string]bool                 // source IDs whose operation this process reported ended
 	cancelled map[string]bool                 // source IDs whose operation Velero cancelled
 	deleted   map[string]bool                 // strays this process deleted
 	timeout   time.Duration                   // the backup's item-operation timeout; 0 when unknown
@@ -53,7 +54,7 @@ func newBackupView(place Place, region string, id backupIdentity, clk clock.Cloc
 	return &backupView{
 		cycle: cycle{clock: clk}, place: place, region: region, id: id,
 		requested: map[target]map[string]time.Time{}, refused: map[target]map[string]string{},
-		claimed: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
+		claimed: map[string]bool{}, ended: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
 	}
 }
 
@@ -148,7 +149,7 @@ func (v *backupView) index() {
 			continue
 		}
 		for _, tg := range targetsOf(s) {
-			v.queue.add(s, tg, v.claimed[aws.ToString(s.SnapshotId)] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s))
+			v.queue.add(s, tg, v.claimed[aws.ToString(s.SnapshotId)])
 		}
 	}
 	v.queue.sort()
@@ -233,18 +234,37 @@ func (v *backupView) finishedCopiesStartedSince(tg target, t time.Time) int {
 func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 
 // copyVerdict says whether this process may start the copy of s into the target, s being a
-// completed source an operation follows.
+// completed source bound for it: decideFill judges what the view shows of it.
 func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
-	switch {
-	case v.copyOf(tg, id) != nil || v.refusal(tg, id) != "" || v.cancelled[id] || v.timedOut(s, now) || unreturned(s) ||
-		tagValue(s.Tags, TagCopyCancelled) != "" || tagValue(s.Tags, TagDeletionRequestedAt) != "":
-		return copyNever
-	case v.recentlyRequested(s, tg, v.seenAt(), lag):
-		return copyLater
-	}
-	return copyNow
+	return decideFill(fillFacts{
+		claimed:    v.claimed[id],
+		ended:      v.ended[id],
+		failing:    v.failing(s),
+		copied:     v.copyOf(tg, id) != nil,
+		cancelled:  v.cancelled[id] || tagValue(s.Tags, TagCopyCancelled) != "",
+		timedOut:   v.timedOut(s, now),
+		unreturned: unreturned(s),
+		deleting:   tagValue(s.Tags, TagDeletionRequestedAt) != "",
+		requested:  v.recentlyRequested(s, tg, v.seenAt(), lag),
+	})
 }
+
+// failing reports whether the operation following s fails: the copy of s into one of its
+// targets is refused or ended in error.
+func (v *backupView) failing(s *types.Snapshot) bool {
+	id := aws.ToString(s.SnapshotId)
+	for _, tg := range targetsOf(s) {
+		if cp := v.copyOf(tg, id); v.refusal(tg, id) != "" || cp != nil && cp.State == types.SnapshotStateError {
+			return true
+		}
+	}
+	return false
+}
+
+// end records that the operation following the source with this ID has ended: no copy of it
+// is started afterwards.
+func (v *backupView) end(id string) { v.ended[id] = true }
 
 // setOperationTimeout records the backup's item-operation timeout, as the Backup passed says.
 func (v *backupView) setOperationTimeout(d time.Duration) { v.timeout = d }
@@ -262,14 +282,6 @@ func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
 // timeoutMarginShare bounds the clock-skew margin before Velero's item-operation timeout to
 // this share of the timeout.
 const timeoutMarginShare = 4
-
-// onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
-// backup's UID, or the one of them marked recorded.
-func (v *backupView) onlyTaggedOfItsPV(s *types.Snapshot) bool {
-	pvName := tagValue(s.Tags, TagPV)
-	res := resolve(candidates(v.sources[aws.ToString(s.VolumeId)], Operation{PV: pvName}, v.id, 0), time.Time{})
-	return res.source != nil && aws.ToString(res.source.SnapshotId) == aws.ToString(s.SnapshotId)
-}
 
 // awaitingCopy returns up to limit sources bound for the target whose copy this process may
 // start, oldest first.

@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +55,9 @@ func (w *world) create(i int) {
 	op.attempted = true
 	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
 	if op.upstream {
+		if w.setup.restoredVolumes {
+			maps.Copy(tags, restoredVolumeTags(i)) // the upstream plugin copies the volume's tags
+		}
 		w.createAs(op, "upstream", tags)
 		w.logf("velero: CreateSnapshot %s through the upstream plugin -> %q %s", op.pv, op.snapshotID, op.createErr)
 		return
@@ -95,7 +99,7 @@ func (w *world) reconcile() {
 			}
 			w.cancels.inCancel = false
 			w.checkCall("Cancel", op.pv, w.clk.Since(start), err)
-			op.state, op.result, op.cancelledAt = opFailed, "timed out", w.clk.Now()
+			op.state, op.result, op.cancelledAt, op.endedAt, op.cancelErr = opFailed, "timed out", w.clk.Now(), w.clk.Now(), err
 			w.logf("velero: %s timed out; Cancel -> %v", op.pv, err)
 			continue
 		}
@@ -115,6 +119,10 @@ func (w *world) reconcile() {
 			continue
 		}
 		w.checkCall("Progress", op.pv, w.clk.Since(start), nil)
+		if err == nil && !p.completed {
+			w.checkForward(op, p.done, p.total, p.desc)
+		}
+		w.checkLive(op, p.completed, p.desc)
 		op.total = p.total
 		switch {
 		case err != nil:
@@ -124,12 +132,21 @@ func (w *world) reconcile() {
 		case p.completed:
 			op.state, op.result = opCompleted, p.desc
 		}
+		if op.state != opOpen {
+			op.endedAt = w.clk.Now()
+		}
 		w.checkFailedOnBlip(op)
 		w.logf("velero: Progress %s -> %d/%d completed=%v %q %s", op.pv, p.done, p.total, p.completed, p.desc, p.perr)
 		if op.state == opCompleted {
 			w.checkCompleted(op)
 		}
 	}
+}
+
+// restoredVolumeTags are the tags of the backup's i-th volume when this plugin restored it:
+// its restore token.
+func restoredVolumeTags(i int) map[string]string {
+	return map[string]string{ebs.TagRestoreToken: fmt.Sprintf("restore-%d", i)}
 }
 
 // advance moves the clock.

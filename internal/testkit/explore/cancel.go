@@ -44,23 +44,34 @@ func (w *world) costOf(action string) time.Duration {
 	return 0
 }
 
-// checkCancelRequest checks a request a Cancel makes: it never asks EC2 to delete a locked
-// snapshot (EC2 would refuse it with SnapshotLocked), and the reconcile's Cancels delete no
-// more pending copies than its budget for EC2 requests allows (each deletion takes at least a
-// request's time, and none starts once the budget is spent).
+// checkCancelRequest checks a DeleteSnapshot request: no request asks EC2 to delete a locked
+// snapshot (EC2 would refuse it with SnapshotLocked); a Cancel never deletes a vault copy
+// vaultRetainOnDelete keeps; and the reconcile's Cancels delete no more pending copies than its
+// budget for EC2 requests allows (each deletion takes at least a request's time, and none
+// starts once the budget is spent).
 func (w *world) checkCancelRequest(q request, form url.Values) {
-	if !w.cancels.inCancel || q.action != "DeleteSnapshot" {
+	if q.action != "DeleteSnapshot" {
 		return
 	}
 	id := form.Get("SnapshotId")
 	isCopy := false
 	for _, s := range w.sim.SnapshotsIn(q.signer, q.region) {
-		if s.ID == id && lockedNow(s) {
-			w.violate(catCancelDeletedLocked, "Cancel asked EC2 to delete %s in %s of %s, locked (%s) while %s", id, q.region, q.signer, s.LockState, s.State)
+		if s.ID != id {
+			continue
 		}
-		isCopy = isCopy || s.ID == id && s.SourceSnapshotID != ""
+		switch {
+		case lockedNow(s) && w.cancels.inCancel:
+			w.violate(catCancelDeletedLocked, "Cancel asked EC2 to delete %s in %s of %s, locked (%s) while %s", id, q.region, q.signer, s.LockState, s.State)
+		case lockedNow(s):
+			w.violate(catDeletedLocked, "a %s request asked EC2 to delete %s in %s of %s, locked (%s) while %s", q.role, id, q.region, q.signer, s.LockState, s.State)
+		}
+		if w.cancels.inCancel && w.setup.retain && s.SourceSnapshotID != "" && s.Account == w.cfg.Vault.AccountID && s.State != "error" {
+			w.violate(catCancelDeletedRetained, "Cancel asked EC2 to delete vault copy %s of %s in %s (%s), kept by vaultRetainOnDelete", id, s.SourceSnapshotID, q.region, s.State)
+			delete(w.retained, id) // reported here, not again as a kept snapshot deleted
+		}
+		isCopy = s.SourceSnapshotID != ""
 	}
-	if !isCopy {
+	if !w.cancels.inCancel || !isCopy {
 		return // a snapshot Velero recorded as failed: deleted whatever the budget
 	}
 	w.cancels.copyDeletions++

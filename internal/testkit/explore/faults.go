@@ -40,9 +40,11 @@ func (e faultEffect) String() string {
 	return [...]string{"throttle", "5xx", "IAM refusal", "answer lost after effect", "answer lost, then region down", "slow answer"}[e]
 }
 
-// faultRule injects effect into every every-th request of action ("" for any action).
+// faultRule injects effect into every every-th request of action ("" for any action) made for
+// role ("" for any: "source" for the location's credentials, "vault" for the vault's).
 type faultRule struct {
 	action string
+	role   string
 	effect faultEffect
 	every  int
 	seen   int
@@ -53,6 +55,9 @@ func (r *faultRule) String() string {
 	if action == "" {
 		action = "every action"
 	}
+	if r.role != "" {
+		action += " with the " + r.role + " credentials"
+	}
 	return fmt.Sprintf("%s on %s (1 in %d)", r.effect, action, r.every)
 }
 
@@ -60,9 +65,9 @@ func (r *faultRule) String() string {
 type faults []*faultRule
 
 // match returns the rule that hits this request of action, if any.
-func (f faults) match(action string) *faultRule {
+func (f faults) match(action, role string) *faultRule {
 	for _, r := range f {
-		if r.action != "" && r.action != action {
+		if r.action != "" && r.action != action || r.role != "" && r.role != role {
 			continue
 		}
 		if (r.effect == faultLoseAnswer || r.effect == faultLoseThenDown) && !mutating[action] {
@@ -75,6 +80,10 @@ func (f faults) match(action string) *faultRule {
 	}
 	return nil
 }
+
+// faultRoles are the credentials a fault may single out: any, the location's, the vault's (an
+// IAM policy or KMS key policy of one account refusing what the other allows).
+var faultRoles = []string{"", "source", "vault"}
 
 // faultActions are the EC2 actions a fault may single out.
 var faultActions = []string{

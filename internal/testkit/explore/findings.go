@@ -29,6 +29,12 @@ var findings = []finding{
 	{"new: with the Kubernetes API refusing the plugin, a PV the upstream plugin's location snapshotted completes without the copy the backup's location asks for", catOtherProviderUnread, false},
 	{"new: a v1 operation of a static PV sharing its EBS volume completes following the other PV's snapshot while its own is not listed yet", catOldOperationOtherPV, false},
 	{"new: a CreateSnapshot whose returned mark took effect with every answer lost returns an error, and the snapshot, marked returned, is completed and never deleted", catMarkedReturnedLeaked, true},
+	{"restored: a volume this plugin restored, snapshotted by the upstream plugin, completes without the copy this plugin's location asks for", catRestoredVolumeNoCopy, true},
+	{"shared: a failed regional copy, or a vault refusing CopySnapshot, leaves the source shared with the vault account", catSharedAfterEnd, true},
+	{"shared again: a later reconcile shares a failed operation's source again (the vault account refusing CopySnapshot)", catSharedAgain, true},
+	{"unlocked: a failed regional copy leaves the vault copy unlocked", catUnlockedAfterEnd, true},
+	{"retained: Cancel deletes a pending vault copy kept by vaultRetainOnDelete", catCancelDeletedRetained, true},
+	{"progress: a transient error takes an open operation's progress back (to 0 of 0, as documented, only while nothing of EC2 can be read)", catProgressBack, true},
 	{"new: a vault copy requested one listing lag ago, not listed when a reconcile described it, is copied again after a slow STS answer in the same reconcile", catDuplicateAfterSlow, true},
 }
 

@@ -27,7 +27,19 @@ const (
 	// catOtherProviderUnread is catOtherProviderNoCopy while the Kubernetes API refused the
 	// plugin the backup's location (Forbidden): the copy it asks for is not known.
 	catOtherProviderUnread category = "completed without its copy, the PV snapshotted by another provider's location, the backup's location unread (Kubernetes API Forbidden)"
-	catLeftShared          category = "completed with the source still shared"
+	// catRestoredVolumeNoCopy is catOtherProviderNoCopy for a volume this plugin restored: its
+	// snapshot carries the plugin's restore token, copied from the volume by the upstream plugin.
+	catRestoredVolumeNoCopy category = "completed without its copy, a volume this plugin restored snapshotted by another provider's location"
+	catLeftShared           category = "completed with the source still shared"
+	// Ended operations.
+	catSharedAfterEnd category = "a source still shared with the vault account once its operation has ended and the listing lag has passed"
+	// catSharedAgain is catSharedAfterEnd for a source unshared once its operation had ended and
+	// shared again since: a later Progress call of another operation copying it.
+	catSharedAgain      category = "a failed operation's source, unshared, shared again with the vault account"
+	catUnlockedAfterEnd category = "a vault copy left unlocked once its operation has ended and the listing lag has passed, though the location asks for a lock"
+	catProgressBack     category = "an open operation's progress went back"
+	// Liveness.
+	catNotCompleted category = "an operation whose own evidence is complete does not complete"
 	// Duplicates.
 	catDuplicateCopy category = "more than one copy of a source in a target"
 	// catDuplicateAfterSlow is catDuplicateCopy in a run where an answer came slowly.
@@ -65,6 +77,10 @@ const (
 	// Cancel.
 	catCancelDeletedLocked category = "a Cancel asked EC2 to delete a locked copy, or failed on its lock"
 	catCancelOverBudget    category = "a Progress or Cancel past its deadline, or a reconcile's Cancels past its budget for EC2 requests"
+	// catCancelDeletedRetained is a Cancel deleting a pending vault copy vaultRetainOnDelete keeps.
+	catCancelDeletedRetained category = "a Cancel deleted a vault copy kept by vaultRetainOnDelete"
+	// catDeletedLocked is any request asking EC2 to delete a locked snapshot.
+	catDeletedLocked category = "a request asked EC2 to delete a locked copy"
 	// Time.
 	catStalled        category = "an operation that does not end once faults stop"
 	catCopiedAfterEnd category = "a copy started after its operation was cancelled"
@@ -119,6 +135,15 @@ func (w *world) checkStep() {
 	w.checkSigners()
 	w.checkRestores(false)
 	w.checkRecordedKept(snaps)
+	w.checkEnded(snaps)
+	for _, op := range w.ops {
+		switch {
+		case op.state != opOpen || !w.evidenceComplete(op, snaps):
+			op.evidenceAt = time.Time{}
+		case op.evidenceAt.IsZero():
+			op.evidenceAt = w.clk.Now()
+		}
+	}
 	for id, f := range w.foreign {
 		s, ok := snaps[id]
 		switch {
@@ -147,7 +172,7 @@ func (w *world) checkStep() {
 			w.locked[s.ID] = true
 		}
 		// Kept, pending or completed, as vaultRetainOnDelete asks.
-		if w.setup.retain && s.State != "error" && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
+		if w.setup.retain && s.State != "error" && !s.DeletePending && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
 			w.retained[s.ID] = true
 		}
 		if s.SourceSnapshotID == "" || s.DeletePending {

@@ -251,8 +251,11 @@ func (w *world) accountOfCredentials(creds ec2api.Credentials) (string, error) {
 // snapshotted breaks when it completes without its copy: whether the plugin could read the
 // backup's location tells two findings apart.
 func (w *world) otherProviderCategory() category {
-	if w.kubeRefused {
+	switch {
+	case w.kubeRefused:
 		return catOtherProviderUnread
+	case w.setup.restoredVolumes:
+		return catRestoredVolumeNoCopy
 	}
 	return catOtherProviderNoCopy
 }

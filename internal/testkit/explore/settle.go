@@ -38,6 +38,12 @@ func (w *world) settle() {
 	if !w.deleted {
 		// Velero goes on cancelling what passes its item-operation timeout, as it would.
 		end := w.clk.Now().Add(settleBound)
+		if w.setup.slowCopies {
+			// Copies outlasting the timeout end only with Velero's Cancel.
+			for _, op := range w.ops {
+				end = later(end, op.issued.Add(w.setup.timeout+2*settleEvery))
+			}
+		}
 		for w.waiting() && w.clk.Now().Before(end) {
 			w.reconcile()
 			w.checkStep()
@@ -68,6 +74,14 @@ func (w *world) settle() {
 	w.checkStep()
 	w.checkDeleted()
 	w.checkRestores(true)
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // lag is the listing lag the plugin is told of: from a request to EC2 listing what it made, the

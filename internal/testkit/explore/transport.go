@@ -88,7 +88,10 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if w.down[q.region] {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (region " + q.region + " is down)")}
 		}
-		rule = w.faults.match(q.action)
+		if w.setup.refuses(q) {
+			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation: the "+w.setup.refusedCopy+" is refused by its account's policy"), nil
+		}
+		rule = w.faults.match(q.action, q.role)
 		switch {
 		case rule == nil:
 		case rule.effect == faultThrottle:

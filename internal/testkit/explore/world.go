@@ -83,6 +83,35 @@ type setup struct {
 	upgrade *oldRelease
 	// requestTime is how long EC2 takes to answer a mutating request (cancel.go).
 	requestTime time.Duration
+	// restoredVolumes says the backup's volumes are ones this plugin restored (after a
+	// disaster): they carry its restore token, which the upstream plugin copies onto its snapshots.
+	restoredVolumes bool
+	// slowCopies says copies take longer than the item-operation timeout (large first copies).
+	slowCopies bool
+	// refusedCopy, when set, is the copy an account's policy refuses for the whole run: the
+	// regional one (a copyKmsKeyId the source account may not use) or the vault one (the vault
+	// account's IAM without CopySnapshot).
+	refusedCopy string
+}
+
+// The copies an account's policy may refuse.
+const (
+	regionalCopyRefused = "regional copy"
+	vaultCopyRefused    = "vault copy"
+)
+
+// refuses reports whether the run's account policy refuses q.
+func (s setup) refuses(q request) bool {
+	if q.action != "CopySnapshot" {
+		return false
+	}
+	switch s.refusedCopy {
+	case regionalCopyRefused:
+		return q.role != "vault" && q.region == copyRegion
+	case vaultCopyRefused:
+		return q.role == "vault"
+	}
+	return false
 }
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
@@ -129,6 +158,15 @@ func (s setup) String() string {
 	if s.upgrade != nil {
 		upgrade = fmt.Sprintf("; static PVs on one volume, item phase on the earlier release (UID tag %v, recorded mark %v)", s.upgrade.withUID, s.upgrade.marked)
 	}
+	if s.restoredVolumes {
+		upgrade += "; volumes this plugin restored"
+	}
+	if s.slowCopies {
+		upgrade += "; copies outlasting the item-operation timeout"
+	}
+	if s.refusedCopy != "" {
+		upgrade += "; every " + s.refusedCopy + " refused by its account's policy"
+	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
 }
@@ -155,6 +193,16 @@ type operation struct {
 	state        opState
 	polled       bool  // whether Velero has asked for the operation's progress
 	total        int64 // the progress units the last Progress reported
+	// done and of are the figures the checks hold an open operation's progress to.
+	done, of int64
+	// endedAt is when Velero saw the operation end; cancelErr what its Cancel returned.
+	endedAt   time.Time
+	cancelErr error
+	// unsharedAfterEnd says its source was seen unshared once the operation had ended.
+	unsharedAfterEnd bool
+	// evidenceAt is when its own evidence was first seen complete (evidenceComplete); zero
+	// while it is not.
+	evidenceAt time.Time
 
 	result      string
 	cancelledAt time.Time
@@ -240,6 +288,9 @@ func newWorld(s setup) (*world, error) {
 	for _, id := range []string{sourceAccount, vaultAccount} {
 		simCfg.Accounts = append(simCfg.Accounts, ec2sim.Account{ID: id, AccessKeys: []ec2sim.AccessKey{{AccessKeyID: keys[id].id, SecretAccessKey: keys[id].secret}}})
 	}
+	if s.slowCopies {
+		simCfg.CopyDuration = ec2sim.Range(s.timeout+time.Hour, 2*s.timeout+time.Hour)
+	}
 	if err := simCfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -257,6 +308,9 @@ func newWorld(s setup) (*world, error) {
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
 		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}
+		if s.restoredVolumes && i < len(s.pvs) {
+			specs[i].Tags = restoredVolumeTags(i)
+		}
 	}
 	ids := w.sim.AddVolumesTo(sourceAccount, sourceRegion, specs...)
 	w.volumes, w.otherVols = ids[:len(s.pvs)], ids[len(s.pvs):]

@@ -1,0 +1,131 @@
+package explore
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// vaultOnly is one or two PVs' location with only a vault copy into the far region, locked when
+// lock is set, with the vault's own credentials.
+func vaultOnly(s setup, lock bool) setup {
+	s.vault, s.vaultRegion, s.lock, s.vaultCredsOf, s.vaultAccountID = true, farRegion, lock, vaultAccount, vaultAccount
+	s.timeout = dayTimeout
+	return s
+}
+
+// refusing is EC2 refusing every action's request made with role's credentials (an IAM or
+// KMS key policy of that account).
+func refusing(action, role string) faults {
+	return faults{{action: action, role: role, effect: faultRefuse, every: 1}}
+}
+
+// endedRegressions are the findings of the restored-volume, one-account-refusing,
+// slow-copy and progress actors, played by TestRegressions with the others.
+var endedRegressions = []struct {
+	name  string
+	want  category
+	setup setup
+	steps func(w *world)
+	kept  func(t *testing.T, w *world)
+}{
+	{
+		name:  "a volume this plugin restored, backed up again through the upstream plugin's location, fails naming that location instead of completing without its copy",
+		want:  catRestoredVolumeNoCopy,
+		setup: setup{pvs: []string{"pvc-1"}, upstream: []bool{true}, copyTo: true, restoredVolumes: true, timeout: dayTimeout, seed: 51},
+		steps: func(w *world) {
+			w.runAll()
+			w.pollUntilEnded()
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "taken through") {
+				t.Errorf("the operation ended %s with %q; want it failed, naming the location that took the snapshot", op.state, op.result)
+			}
+		},
+	},
+	{
+		name: "a regional copy EC2 refuses (its KMS key) fails the operation with nothing left shared with the vault account",
+		want: catSharedAfterEnd,
+		setup: func() setup {
+			s := vaultOnly(onePV(setup{seed: 52}), true)
+			s.copyTo = true
+			return s
+		}(),
+		steps: func(w *world) {
+			w.runAll()
+			w.advanceUntilSnapshotAt(0, 100)
+			w.faults = refusing("CopySnapshot", "source")
+			w.reconcile()
+			w.faults = nil
+			w.pollUntilEnded()
+			w.advance(w.lag())
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
+				t.Errorf("the operation ended %s with %q; want it failed, naming the refused copy", op.state, op.result)
+			}
+		},
+	},
+	{
+		name:  "a vault account refusing CopySnapshot fails each operation once: a later reconcile shares no failed operation's source again",
+		want:  catSharedAgain,
+		setup: vaultOnly(twoPVs(setup{seed: 53}), false),
+		steps: func(w *world) {
+			w.execute(0)
+			w.create(0)
+			w.advanceUntilSnapshotAt(0, 100)
+			w.execute(1)
+			w.create(1)
+			w.faults = refusing("CopySnapshot", "vault")
+			w.reconcile()
+			w.faults = nil
+			w.checkStep()
+			w.pollUntilEnded()
+			w.advance(w.lag())
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opFailed {
+				t.Errorf("%s ended %s with %q; want it failed on the refused vault copy", op.pv, op.state, op.result)
+			}
+		},
+	},
+	{
+		name: "Velero's item-operation timeout, with a large vault copy still pending, keeps the copy vaultRetainOnDelete keeps",
+		want: catCancelDeletedRetained,
+		setup: func() setup {
+			s := vaultOnly(onePV(setup{seed: 54}), false)
+			s.retain, s.slowCopies, s.timeout = true, true, time.Hour
+			return s
+		}(),
+		steps: func(w *world) {
+			w.runAll()
+			w.advanceUntilSnapshotAt(0, 100)
+			for range 3 {
+				w.reconcile()
+				w.advance(pollEvery)
+			}
+			w.advance(time.Hour)
+			w.reconcile()
+		},
+	},
+	{
+		name:  "a DescribeSnapshots throttled past its retries shows 0 of 0 while waiting for EC2, never a smaller figure",
+		want:  catProgressBack,
+		setup: onePV(setup{copyTo: true, timeout: dayTimeout, seed: 55}),
+		steps: func(w *world) {
+			w.runAll()
+			w.advanceUntilSnapshotAt(0, 100)
+			w.reconcile()
+			w.advance(pollEvery)
+			w.faults = faults{{action: "DescribeSnapshots", effect: faultThrottle, every: 1}}
+			w.reconcile()
+			w.faults = nil
+		},
+	},
+}
+
+func init() {
+	for _, r := range endedRegressions {
+		regressions = append(regressions, r)
+	}
+}
