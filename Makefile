@@ -11,7 +11,7 @@ VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo d
 COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/velero-async/velero-plugin-for-aws/internal/version
 
-.PHONY: all build test demo bench fault explore fuzz e2e generate image container clean
+.PHONY: all build test demo bench fault explore mutate fuzz e2e generate image container clean
 
 all: build
 
@@ -41,6 +41,10 @@ fault:
 ## explore: the explorer for $(SEEDS) new seeds (go test runs its fixed budget of fixed seeds): seeded interleavings of Velero, other installs and tools and a faulty EC2, the users' promises checked after every step; a failure prints its seed, a one-line replay command and the shortest trace
 explore:
 	go test -count=1 -v -timeout 0 -run '^TestExplore$$' ./internal/testkit/explore/ -rapid.checks=$(SEEDS) -rapid.seed=$$(date +%s%N)
+
+## mutate: the explorer's strength: each one-rule mutant (internal/testkit/cmd/mutate) applied alone, the explorer run on it with go test's fixed seeds; prints killed or survived per mutant and the kill rate, and fails unless every one is killed. MUTANTS=name,name runs some
+mutate:
+	go run ./internal/testkit/cmd/mutate -mutants '$(MUTANTS)'
 
 ## e2e: the plugin in a real Velero server, VELERO_VERSION=v1.18.3 (default) or v1.17.2 (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
 e2e:

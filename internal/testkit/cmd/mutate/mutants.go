@@ -1,0 +1,182 @@
+package main
+
+// mutant breaks one rule the README states, by replacing one snippet of the plugin's code.
+type mutant struct {
+	// name is how MUTANTS names it.
+	name string
+	// rule is the README's rule it breaks, quoted briefly.
+	rule string
+	// file is the Go file it changes, relative to the module's root.
+	file string
+	// old is the exact snippet replaced, found once in file; new replaces it.
+	old, new string
+}
+
+// mutants are the one-rule mutants the explorer must kill: one or more per numbered rule of
+// "What is this backup's" and per promise of the explorer's list that code enforces.
+var mutants = []mutant{
+	{
+		name: "owns-ignores-uid",
+		rule: `rule 1: "A snapshot tagged with another UID (another cluster's, an earlier backup's) is never tracked, copied, counted or deleted"`,
+		file: "internal/ebs/identity.go",
+		old: `	uid, tagged := tagMap(s.Tags)[TagBackupUID]
+	if tagged && id.uid != "" {
+		return uid == id.uid
+	}
+`,
+		new: ``,
+	},
+	{
+		name: "candidates-window-dropped",
+		rule: `rule 1: "the snapshots without a UID that started within the operation's window"`,
+		file: "internal/ebs/identity.go",
+		old:  `		if start.Before(op.Issued.Add(-clockSkew)) || start.After(op.Issued.Add(window)) {`,
+		new:  `		if start.IsZero() {`,
+	},
+	{
+		name: "untokened-strays",
+		rule: `rule 2: "snapshots without a token are never each other's strays"`,
+		file: "internal/ebs/identity.go",
+		old:  `if i != chosen && token != "" && tagMap(cands[i].Tags)[TagCreateToken] == token {`,
+		new:  `if i != chosen && tagMap(cands[i].Tags)[TagCreateToken] == token {`,
+	},
+	{
+		name: "pending-source-copied",
+		rule: `rule 3: "A source still pending is never copied, shared or locked"`,
+		file: "internal/ebs/decide_copy.go",
+		old:  `f.timedOut || f.unreturned || f.deleting:`,
+		new:  `f.timedOut || f.deleting:`,
+	},
+	{
+		name: "strays-counted-as-recorded",
+		rule: `rule 4: "distinct recorded sources ... (one per PV and volume ...; strays and snapshots without the UID do not count)"`,
+		file: "internal/ebs/identity.go",
+		old:  `			seen[sourceKeyOf(s)] = true`,
+		new:  `			seen[sourceKey{pv: aws.ToString(s.SnapshotId)}] = true`,
+	},
+	{
+		name: "listing-lag-wait-dropped",
+		rule: `rule 4: "and EC2's listing lag has passed since the operation was opened"`,
+		file: "internal/ebs/decide.go",
+		old:  `case l.recorded >= recorded && elapsed >= cfg.listingLag && (`,
+		new:  `case l.recorded >= recorded && (`,
+	},
+	{
+		name: "unclaimed-source-copied",
+		rule: `promise: "nothing stays shared once its operation has ended": a Progress call copies only the sources of the open operations it was asked about`,
+		file: "internal/ebs/decide_copy.go",
+		old:  `case !f.claimed || f.ended ||`,
+		new:  `case f.ended ||`,
+	},
+	{
+		name: "ended-source-copied",
+		rule: `promise: "nothing stays shared once its operation has ended": no copy of a source is started once its operation ended`,
+		file: "internal/ebs/decide_copy.go",
+		old:  `!f.claimed || f.ended || f.failing ||`,
+		new:  `!f.claimed || f.failing ||`,
+	},
+	{
+		name: "failing-source-copied",
+		rule: `promise: "nothing stays shared once its operation has ended": no copy of a source whose operation fails is started`,
+		file: "internal/ebs/decide_copy.go",
+		old:  `f.ended || f.failing || f.copied`,
+		new:  `f.ended || f.copied`,
+	},
+	{
+		name: "failed-before-vault-copy-locked",
+		rule: `promise: "A vault copy that was made is locked as configured whether its operation completed or failed, and nothing stays shared once the operation has ended"`,
+		file: "internal/ebs/decide.go",
+		old:  `case len(failed) > 0 && len(busy) > 0:`,
+		new:  `case false && len(failed) > 0 && len(busy) > 0:`,
+	},
+	{
+		name: "failed-leaves-vault-share",
+		rule: `promise: "nothing stays shared once the operation has ended": a failed phase ends the vault phase and removes its share`,
+		file: "internal/ebs/decide.go",
+		old:  `if !slices.ContainsFunc(phases, func(ph phase) bool { return ph.err != "" }) {`,
+		new:  `if len(phases) >= 0 || !slices.ContainsFunc(phases, func(ph phase) bool { return ph.err != "" }) {`,
+	},
+	{
+		name: "vault-owner-unchecked",
+		rule: `rule 5: "a snapshot the vault credentials list that another account owns means those credentials are not the vault's, and the operation fails naming both accounts"`,
+		file: "internal/ebs/view.go",
+		old:  `if owner := aws.ToString(cp.OwnerId); tg.vault() && owner != tg.account {`,
+		new:  `if owner := aws.ToString(cp.OwnerId); false && tg.vault() && owner != tg.account {`,
+	},
+	{
+		name: "vault-account-unconfirmed",
+		rule: `rule 5: "the vault credentials' account is also confirmed with STS GetCallerIdentity ... before anything is shared"`,
+		file: "internal/ebs/decide_vault.go",
+		old: `	case account != tg.account:
+		return vaultCheck{wrong: wrongVaultAccount(tg, account)}
+`,
+		new: ``,
+	},
+	{
+		name: "cancelled-source-copied",
+		rule: `rule 6: "Never copied: a source marked copy-cancelled"`,
+		file: "internal/ebs/view.go",
+		old:  `cancelled:  v.cancelled[id] || tagValue(s.Tags, TagCopyCancelled) != "",`,
+		new:  `cancelled:  v.cancelled[id],`,
+	},
+	{
+		name: "timed-out-source-copied",
+		rule: `rule 6: "Never copied: ... one whose operation is past the backup's item-operation timeout"`,
+		file: "internal/ebs/decide_copy.go",
+		old:  `f.cancelled || f.timedOut || f.unreturned`,
+		new:  `f.cancelled || f.unreturned`,
+	},
+	{
+		name: "restored-volume-tag-trusted",
+		rule: `rule 7: "a snapshot of another provider is told apart by what this plugin writes at creation, not by any tag a volume can carry"`,
+		file: "internal/ebs/identity.go",
+		old:  `return tagValue(s.Tags, TagCreateToken) != "" ||`,
+		new:  `return tagValue(s.Tags, TagRestoreToken) != "" || tagValue(s.Tags, TagCreateToken) != "" ||`,
+	},
+	{
+		name: "foreign-source-completes",
+		rule: `rule 7: "When the backup names this plugin's location and that location asks for a copy or a vault copy, the operation fails naming the other location"`,
+		file: "internal/ebs/decide_copy.go",
+		old:  `if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {`,
+		new:  `if len(wanted) >= 0 || !slices.Contains(backupLocations, pl.Location) {`,
+	},
+	{
+		name: "cancel-deletes-locked-copy",
+		rule: `promise: "one reconcile's Cancels ... never ask EC2 to delete a locked copy and never fail on one"`,
+		file: "internal/ebs/decide_cancel.go",
+		old:  `return locked(lock) || tg.vault() && retained`,
+		new:  `return tg.vault() && retained`,
+	},
+	{
+		name: "cancel-deletes-retained-copy",
+		rule: `promise: "Cancel never deletes a copy kept by vaultRetainOnDelete"`,
+		file: "internal/ebs/decide_cancel.go",
+		old:  `return locked(lock) || tg.vault() && retained`,
+		new:  `return locked(lock) || false && tg.vault() && retained`,
+	},
+	{
+		name: "deletion-deletes-locked-copy",
+		rule: `promise: "nothing locked or kept by vaultRetainOnDelete is deleted"; no request asks EC2 to delete a locked copy`,
+		file: "internal/ebs/delete_plan.go",
+		old:  `if st := seen.locks[c.regionalSnapshot]; locked(st) {`,
+		new:  `if st := seen.locks[c.regionalSnapshot]; false && locked(st) {`,
+	},
+	{
+		name: "deletion-deletes-retained-copy",
+		rule: `vaultRetainOnDelete: "the vault copy is kept whichever location deletes the backup"`,
+		file: "internal/ebs/delete_plan.go",
+		old:  `	if c.isVaultCopy() {`,
+		new:  `	if false && c.isVaultCopy() {`,
+	},
+	{
+		name: "restore-resends-without-token",
+		rule: `restores: "a lost answer is followed by a look-up by that tag and the same request again, with the same token"; "a restore makes at most one volume per PV"`,
+		file: "internal/ebs/restore.go",
+		old:  `		out, err := c.CreateVolume(ctx, a.in)`,
+		new: `		resend := *a.in
+		if len(seen.sent) > 0 {
+			resend.ClientToken = nil
+		}
+		out, err := c.CreateVolume(ctx, &resend)`,
+	},
+}
