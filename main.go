@@ -18,6 +18,7 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/check"
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
@@ -26,7 +27,7 @@ import (
 )
 
 // binaryName is the plugin binary's name, in Velero's plugins directory and in usage lines.
-const binaryName = "velero-plugin-for-aws-async"
+const binaryName = cli.BinaryName
 
 // Exit statuses of the binary's own commands (a command's own, such as check's, may say more).
 const (

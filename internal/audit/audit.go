@@ -17,15 +17,12 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/sirupsen/logrus"
-	"github.com/spf13/pflag"
 	"k8s.io/utils/clock"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
@@ -33,94 +30,57 @@ import (
 // Command is the subcommand's name: the first argument of the plugin binary.
 const Command = "audit"
 
-// Output formats.
-const (
-	outputText = "text"
-	outputJSON = "json"
-)
-
 // userAgent is the audit's Kubernetes client's.
 const userAgent = "velero-plugin-for-aws-async-audit"
 
 // Main runs `velero-plugin-for-aws-async audit` with args (those after "audit") and returns the
 // exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet(Command, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	cmd := cli.New(Command, fmt.Sprintf("Usage: velero-plugin-for-aws-async audit [flags]\n\n"+
+		"Says, for each backup of this plugin's VolumeSnapshotLocations, what is restorable where and since\n"+
+		"when; for each schedule, how old the newest restorable backup is in each recovery place; and which\n"+
+		"snapshots of this install no backup needs, with what they cost. It changes nothing unless\n"+
+		"--delete-orphans --confirm is given. Exit status: %d nothing to report, %d findings, %d the audit\n"+
+		"could not read everything.\n\n", ExitOK, ExitFindings, ExitError), stderr)
+	fs := cmd.Flags
 	def := DefaultOptions()
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
-	namespace := fs.String("namespace", location.Namespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
 	only := fs.String("location", "", "audit only this VolumeSnapshotLocation (default: every one of provider "+location.DefaultProvider+")")
-	output := fs.String("output", outputText, "output format: text or json")
 	deleteOrphans := fs.Bool("delete-orphans", false, "delete this install's orphans (only with --confirm)")
 	confirm := fs.Bool("confirm", false, "confirm --delete-orphans")
 	standard := fs.Float64("price-standard", DefaultStandardPrice, "snapshot storage price, USD per GiB-month, standard tier")
 	archive := fs.Float64("price-archive", DefaultArchivePrice, "snapshot storage price, USD per GiB-month, archive tier")
 	grace := fs.Duration("orphan-grace", def.OrphanGrace, "a snapshot younger than this is never an orphan")
 	slack := fs.Duration("recovery-slack", def.RecoverySlack, "how much older than its schedule's interval a recovery point may be")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: velero-plugin-for-aws-async audit [flags]\n\n"+
-			"Says, for each backup of this plugin's VolumeSnapshotLocations, what is restorable where and since\n"+
-			"when; for each schedule, how old the newest restorable backup is in each recovery place; and which\n"+
-			"snapshots of this install no backup needs, with what they cost. It changes nothing unless\n"+
-			"--delete-orphans --confirm is given. Exit status: %d nothing to report, %d findings, %d the audit\n"+
-			"could not read everything.\n\n", ExitOK, ExitFindings, ExitError)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
+	if err := cmd.Parse(args); err != nil {
+		if cli.IsHelp(err) {
 			return ExitOK
 		}
 		return ExitError
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "audit: unexpected arguments %q\n", fs.Args())
-		return ExitError
-	}
-	if *output != outputText && *output != outputJSON {
-		fmt.Fprintf(stderr, "audit: --output %q: want %s or %s\n", *output, outputText, outputJSON)
-		return ExitError
-	}
 	if *confirm && !*deleteOrphans {
-		fmt.Fprintln(stderr, "audit: --confirm confirms --delete-orphans, which is not given")
+		cmd.Errorf("--confirm confirms --delete-orphans, which is not given")
 		return ExitError
 	}
 	opts := Options{Prices: map[string]float64{TierStandard: *standard, TierArchive: *archive}, OrphanGrace: *grace, RecoverySlack: *slack}
-	kube, err := location.NewClient(*kubeconfig, userAgent)
+	session, err := cmd.Open(userAgent)
 	if err != nil {
-		fmt.Fprintf(stderr, "audit: %v\n", err)
 		return ExitError
 	}
-	tmp, err := os.MkdirTemp("", "velero-async-audit-")
-	if err != nil {
-		fmt.Fprintf(stderr, "audit: %v\n", err)
-		return ExitError
-	}
-	defer os.RemoveAll(tmp)
-	log := logrus.New()
-	log.Out, log.Level = stderr, logrus.WarnLevel
-	factory := ec2api.NewFactory()
+	defer session.Close()
 	a := &Auditor{
-		Kube: kube, Records: VeleroRecords{Client: kube},
-		Resolver: location.New(location.WithReader(kube), location.WithNamespace(*namespace),
-			location.WithTempDir(tmp), location.WithLogger(log)),
-		Clients: factory, Clock: clock.RealClock{},
-		Namespace: *namespace, Provider: location.DefaultProvider,
+		Kube: session.Kube, Records: VeleroRecords{Client: session.Kube}, Resolver: session.Resolver,
+		Clients: ec2api.NewFactory(), Clock: clock.RealClock{},
+		Namespace: cmd.Namespace, Provider: location.DefaultProvider,
 	}
 	rep, err := a.Run(ctx, *only, opts, *deleteOrphans && *confirm)
 	if err != nil {
-		fmt.Fprintf(stderr, "audit: %v\n", err)
+		cmd.Errorf("%v", err)
 		return ExitError
 	}
 	if *deleteOrphans && !*confirm && len(rep.Orphans) > 0 {
 		fmt.Fprintln(stderr, "audit: --delete-orphans without --confirm deletes nothing: add --confirm to delete the orphans listed")
 	}
-	write := rep.WriteText
-	if *output == outputJSON {
-		write = rep.WriteJSON
-	}
-	if err := write(stdout); err != nil {
-		fmt.Fprintf(stderr, "audit: %v\n", err)
+	if cmd.Write(stdout, rep.WriteText, rep.WriteJSON) != nil {
 		return ExitError
 	}
 	return rep.Exit()

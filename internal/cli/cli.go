@@ -1,0 +1,125 @@
+// Package cli is what the plugin binary's commands for people (check, audit, drill) share: their
+// common flags and output formats, and the Kubernetes and location access they run with.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+)
+
+// Output formats.
+const (
+	OutputText = "text"
+	OutputJSON = "json"
+)
+
+// BinaryName is the plugin binary's name, in usage lines.
+const BinaryName = "velero-plugin-for-aws-async"
+
+// ErrHelp is Parse's answer to --help: the usage was printed.
+var ErrHelp = pflag.ErrHelp
+
+// Command is one command's flag set with the flags every command has.
+type Command struct {
+	// Name is the command's name, the first argument of the binary, and its messages' prefix.
+	Name string
+	// Flags holds the common flags; a command adds its own before Parse.
+	Flags *pflag.FlagSet
+	// Kubeconfig, Namespace and Output are the common flags' values once parsed.
+	Kubeconfig, Namespace, Output string
+	stderr                        io.Writer
+}
+
+// New makes the flag set of command name, whose --help prints synopsis and then the flags.
+func New(name, synopsis string, stderr io.Writer) *Command {
+	c := &Command{Name: name, Flags: pflag.NewFlagSet(name, pflag.ContinueOnError), stderr: stderr}
+	c.Flags.SetOutput(stderr)
+	c.Flags.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, ~/.kube/config, else the in-cluster config)")
+	c.Flags.StringVar(&c.Namespace, "namespace", location.Namespace(), "Velero's namespace (VELERO_NAMESPACE when set)")
+	c.Flags.StringVar(&c.Output, "output", OutputText, "output format: "+OutputText+" or "+OutputJSON)
+	c.Flags.Usage = func() {
+		fmt.Fprint(stderr, synopsis)
+		c.Flags.PrintDefaults()
+	}
+	return c
+}
+
+// Parse parses args: ErrHelp after --help, an error (already printed) for bad flags, stray
+// arguments or an unknown output format.
+func (c *Command) Parse(args []string) error {
+	if err := c.Flags.Parse(args); err != nil {
+		if IsHelp(err) {
+			return err
+		}
+		return c.Errorf("%v (see %s %s --help)", err, BinaryName, c.Name)
+	}
+	switch {
+	case c.Flags.NArg() > 0:
+		return c.Errorf("unexpected arguments %q", c.Flags.Args())
+	case c.Output != OutputText && c.Output != OutputJSON:
+		return c.Errorf("--output %q: want %s or %s", c.Output, OutputText, OutputJSON)
+	}
+	return nil
+}
+
+// Errorf prints the message, prefixed with the command's name, and returns it as an error.
+func (c *Command) Errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	fmt.Fprintf(c.stderr, "%s: %v\n", c.Name, err)
+	return err
+}
+
+// Write writes a report in the output format asked for.
+func (c *Command) Write(stdout io.Writer, text, json func(io.Writer) error) error {
+	write := text
+	if c.Output == OutputJSON {
+		write = json
+	}
+	if err := write(stdout); err != nil {
+		return c.Errorf("%v", err)
+	}
+	return nil
+}
+
+// Session is a command's access to the cluster: a Kubernetes client, and a location Resolver
+// that writes the credentials files it resolves into a directory of the session's own.
+type Session struct {
+	Kube     client.Client
+	Resolver *location.Resolver
+	// Log goes to the command's standard error, warnings only.
+	Log *logrus.Logger
+	tmp string
+}
+
+// Open opens the command's session, its client naming itself userAgent.
+func (c *Command) Open(userAgent string) (*Session, error) {
+	kube, err := location.NewClient(c.Kubeconfig, userAgent)
+	if err != nil {
+		return nil, c.Errorf("%v", err)
+	}
+	tmp, err := os.MkdirTemp("", "velero-async-"+c.Name+"-")
+	if err != nil {
+		return nil, c.Errorf("%v", err)
+	}
+	log := logrus.New()
+	log.Out, log.Level = c.stderr, logrus.WarnLevel
+	return &Session{
+		Kube: kube, Log: log, tmp: tmp,
+		Resolver: location.New(location.WithReader(kube), location.WithNamespace(c.Namespace),
+			location.WithTempDir(tmp), location.WithLogger(log)),
+	}, nil
+}
+
+// Close removes the session's credentials files.
+func (s *Session) Close() error { return os.RemoveAll(s.tmp) }
+
+// IsHelp reports whether Parse's error is ErrHelp.
+func IsHelp(err error) bool { return errors.Is(err, ErrHelp) }
