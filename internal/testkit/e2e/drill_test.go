@@ -466,7 +466,7 @@ func (r *rig) watchDescribe(kind, name, want string) func() string {
 }
 
 // describeEvery is how often watchDescribe asks.
-const describeEvery = 2 * time.Second
+const describeEvery = time.Second
 
 // restoredVolumeIDs are the EBS volumes the PVs of vols point at now.
 func (r *rig) restoredVolumeIDs(vols []volume) []string {
