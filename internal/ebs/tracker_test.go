@@ -240,7 +240,14 @@ func TestProgress(t *testing.T) {
 			want: want{desc: "copies of backup nightly in us-west-2"}},
 		{name: "copy refused", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, "InvalidParameterValue")},
 			want:    want{completed: true, n: 100, total: 200, errTxt: "copy of snapshot snap-0000000a to us-west-2 refused"},
-			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a", "CreateTags snap-0000000a map[" + TagCopyFailed},
+			check: func(t *testing.T, f *fixture, _ *mutations) {
+				if _, ok := tagsOf(f.src().snaps[0])[TagCopyFailed]; !ok {
+					t.Errorf("the refused source is not marked %s: a later reconcile would copy it again", TagCopyFailed)
+				}
+			}},
+		{name: "a copy refused in an earlier process: no copy is started, the operation fails", east: []types.Snapshot{src(types.SnapshotStateCompleted, toDest(TagCopyFailed, t0.Add(-time.Hour).Format(time.RFC3339)))},
+			want: want{completed: true, n: 100, total: 200, errTxt: "a copy of it was refused"}},
 		{name: "copy queued", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, ec2api.CodeResourceLimitExceeded)},
 			want:    want{n: 100, total: 200, desc: "queued"},
 			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"},
@@ -447,8 +454,8 @@ func TestProgressCache(t *testing.T) {
 	}
 }
 
-// With 25 completed sources and 20 slots, one reconcile starts the copies of the 20 oldest, each
-// marked before it is copied, by the calls of their own operations; the later calls start none.
+// With 25 completed sources and 20 slots, the first call of a reconcile starts the copies of the
+// 20 oldest, the batch marked first with one CreateTags; the later calls start none.
 func TestProgressFillsCopySlots(t *testing.T) {
 	f := newFixture(t)
 	const n = 25
@@ -467,8 +474,8 @@ func TestProgressFillsCopySlots(t *testing.T) {
 			t.Errorf("copy %d of %s, want %s (oldest first)", i, got, want)
 		}
 	}
-	if m.count("CreateTags") != 20 || !strings.HasPrefix(m.log[0], "CreateTags snap-00000000") {
-		t.Errorf("want each source marked before its copy: %q", m.log)
+	if m.count("CreateTags") != 1 || !strings.Contains(m.log[0], fmt.Sprintf("snap-%08x", 19)) {
+		t.Errorf("want one CreateTags marking the batch first: %q", m.log)
 	}
 	for i := 0; i < n; i++ {
 		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
