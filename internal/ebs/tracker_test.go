@@ -687,3 +687,43 @@ func reconcile(tr *Tracker, n int, backup *velerov1.Backup) (velero.OperationPro
 	}
 	return p, nil
 }
+
+// A Progress call copies the other sources of the backup in its batch, but never one whose
+// operation failed on a refused copy, in this process or an earlier one: the copy-failed mark
+// on the source says so. A mark that was lost is written again when the copy is refused again.
+func TestAFillNeverCopiesAFailedOperationsSource(t *testing.T) {
+	failed := snapshot("snap-00000000", volN(0), types.SnapshotStateCompleted, toDest(TagCopyFailed, t0.Add(-time.Hour).Format(time.RFC3339)))
+	unmarked := snapshot("snap-00000000", volN(0), types.SnapshotStateCompleted, toDest())
+	other := snapshot("snap-00000001", volN(1), types.SnapshotStateCompleted, toDest(), startedAt(time.Minute))
+	refused := []error{httpErr(400, "InvalidParameterValue")}
+	tests := []struct {
+		name       string
+		first      types.Snapshot
+		answers    map[string][]error
+		wantCopies []string
+	}{
+		{name: "a source marked copy-failed is not copied by another operation's Progress", first: failed,
+			wantCopies: []string{"snap-00000001"}},
+		{name: "a source whose mark was lost is refused again, and marked copy-failed", first: unmarked,
+			answers: map[string][]error{"snap-00000000": refused}, wantCopies: []string{"snap-00000000", "snap-00000001"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.first, other)
+			m := f.serveTracker(tt.answers)
+			p, err := f.tracker().Progress(context.Background(), opID(volN(1)), inProgress)
+			checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c"})
+			var got []string
+			for _, in := range m.copies {
+				got = append(got, aws.ToString(in.SourceSnapshotId))
+			}
+			if !slices.Equal(got, tt.wantCopies) {
+				t.Errorf("copies of %v, want %v", got, tt.wantCopies)
+			}
+			if _, ok := tagsOf(f.src().snaps[0])[TagCopyFailed]; !ok {
+				t.Errorf("%s is not marked %s: the next fill would copy it again", aws.ToString(tt.first.SnapshotId), TagCopyFailed)
+			}
+		})
+	}
+}
