@@ -20,9 +20,8 @@ import (
 // maxDescriptionLen is EC2's limit on a snapshot's description.
 const maxDescriptionLen = 255
 
-// fillCopySlots starts copies into the target for the sources decideFill lets be copied (those of
-// the open operations this process was asked about),
-// oldest first, while the target account has free copy slots in the target region, EC2's
+// fillCopySlots starts copies into the target for the sources of the backup decideFill lets be
+// copied (any an operation follows, not only the one of the call: one batch each time), oldest first, while the target account has free copy slots in the target region, EC2's
 // request rate allows and this description's time budget lasts; it returns the account's copies
 // into the target it judged from (nil when nothing of the backup awaits a copy there, or its own
 // copies in flight fill every slot: then EC2 is not asked). Each batch is first marked on its sources (one CreateTags), so a restarted
@@ -70,7 +69,7 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target, n
 	if err != nil {
 		return a, err
 	}
-	var unmark []string
+	var unmark, refused []string
 	var shareErr error // why a source could not be shared yet
 	for _, s := range marked {
 		id := aws.ToString(s.SnapshotId)
@@ -81,6 +80,9 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target, n
 		if ok, err := t.share(ctx, src, v, tg, s); !ok {
 			shareErr = cmp.Or(shareErr, err)
 			unmark = append(unmark, id)
+			if err == nil {
+				refused = append(refused, id)
+			}
 			continue
 		}
 		in := copyInput(s, v.region, tg)
@@ -100,13 +102,30 @@ func (t *Tracker) fillCopySlots(ctx context.Context, v *backupView, tg target, n
 		default:
 			v.refuse(tg, id, d.why)
 			unmark = append(unmark, id)
+			refused = append(refused, id)
 		}
 	}
 	t.unmark(ctx, src, v, tg, unmark)
+	t.endRefused(ctx, v, tg, refused)
 	if a.queued != nil {
 		return a, a.queued
 	}
 	return a, shareErr
+}
+
+// endRefused ends the copies of the sources whose copy into the target EC2 refused in this fill
+// (endCopies: marked copy-failed, their share removed) before the Progress call returns: the
+// operation of such a source fails, and may have ended already, when an earlier mark was lost,
+// with no later Progress call to remove the share. What fails here is tried again by the
+// source's operation, while it is open.
+func (t *Tracker) endRefused(ctx context.Context, v *backupView, tg target, ids []string) {
+	for _, id := range ids {
+		if s := v.sourceByID(id); s != nil {
+			if err := t.endCopies(ctx, v, s, tg, true); err != nil {
+				t.log.WithError(err).Warnf("Could not end the copies of snapshot %s, whose %s to %s was refused", id, tg.copyName(), tg)
+			}
+		}
+	}
 }
 
 // markForCopy writes the target's copy-requested mark (and, for a vault, the shared mark, once:

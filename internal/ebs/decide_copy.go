@@ -93,10 +93,12 @@ func describeWait(err error) string {
 }
 
 // copyDecision is what the copy of a completed source into a target comes to: a phase to
-// report, a failure (fail), or a vault copy whose steps are to be taken (vaultCopy).
+// report, a failure (fail; mark: the source is marked copy-failed, EC2 listing nothing that
+// shows why), or a vault copy whose steps are to be taken (vaultCopy).
 type copyDecision struct {
 	phase     phase
 	fail      string
+	mark      bool
 	vaultCopy *types.Snapshot
 }
 
@@ -120,11 +122,14 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg target, f fill, now 
 	cp := v.copyOf(tg, srcID)
 	switch {
 	case cp == nil && v.refusal(tg, srcID) != "":
-		return copyDecision{fail: v.refusal(tg, srcID)}
+		return copyDecision{fail: v.refusal(tg, srcID), mark: true}
 	case cp == nil && tagValue(src.Tags, TagDeletionRequestedAt) != "":
 		return wait("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.copyName(), tg)
 	case cp == nil && v.timedOut(src, now):
 		return wait("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.copyName(), tg)
+	case cp == nil && tagValue(src.Tags, TagCopyFailed) != "" && !v.recentlyRequested(src, tg, v.seenAt(), listingLag):
+		return copyDecision{fail: fmt.Sprintf("no %s of snapshot %s to %s is started: a copy of it was refused at %s (%s); the plugin's log of that time names EC2's answer",
+			tg.copyName(), srcID, tg, tagValue(src.Tags, TagCopyFailed), TagCopyFailed), mark: true}
 	case cp == nil && f.err != nil:
 		return wait("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))
 	case cp == nil && v.recentlyRequested(src, tg, v.seenAt(), listingLag):
@@ -172,9 +177,13 @@ func configTargets(m map[string]string) []target {
 // fillFacts is what a view shows of a completed source bound for a target, as far as starting
 // its copy goes.
 type fillFacts struct {
-	// claimed: an operation of this process follows it; ended: this process reported that
-	// operation ended; failing: its copy into one of its targets is refused or ended in error.
-	claimed, ended, failing bool
+	// followed: an operation follows it, or certainly will (the one snapshot of its PV carrying
+	// the backup's UID, or the one of them marked recorded); a stray no operation could claim is
+	// not. ended: this process reported its operation ended.
+	followed, ended bool
+	// failed: it is marked copy-failed (its operation failed on a refused or failed copy);
+	// failing: this process saw its copy into one of its targets refused or ended in error.
+	failed, failing bool
 	// copied: EC2 lists its copy into the target.
 	copied bool
 	// cancelled: Velero cancelled its operation (marked, or seen by this process); timedOut:
@@ -187,13 +196,14 @@ type fillFacts struct {
 }
 
 // decideFill decides whether a fill may start the copy of a completed source into a target
-// now. A copy is started (and a vault's share made) only for the source of an operation that
-// is open and asked for progress in this process, and never for one whose operation fails,
-// was cancelled or timed out, whose create did not return it to Velero, whose deletion has
-// begun, or that has its copy; one asked for within the listing lag waits for EC2's listing.
+// now (and share it with a vault): any source of the backup an operation follows or will, so
+// that one Progress call starts a batch of copies. Never one a failed copy ended (marked
+// copy-failed in EC2, or seen failing here), nor one cancelled or timed out, whose create did
+// not return it to Velero, whose deletion has begun, that has its copy, or a stray; one asked
+// for within the listing lag waits for EC2's listing.
 func decideFill(f fillFacts) verdict {
 	switch {
-	case !f.claimed || f.ended || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
+	case !f.followed || f.ended || f.failed || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
 		return copyNever
 	case f.requested:
 		return copyLater

@@ -38,20 +38,21 @@ func TestWhichSnapshotsThisPluginMade(t *testing.T) {
 	}
 }
 
-// Which sources a Progress call copies: only the source of an open operation it was asked about,
-// and never one the rules rule out.
+// Which sources a Progress call copies: any source of the backup an operation follows, in one
+// batch, and never one the rules rule out.
 func TestWhichSourcesAFillCopies(t *testing.T) {
-	open := fillFacts{claimed: true}
+	open := fillFacts{followed: true}
 	with := func(f func(*fillFacts)) fillFacts { x := open; f(&x); return x }
 	tests := []struct {
 		name  string
 		facts fillFacts
 		want  verdict
 	}{
-		{"the source of an open operation this process was asked about is copied", open, copyNow},
-		{"a source no operation of this process follows is not copied (its operation may have failed)", fillFacts{}, copyNever},
+		{"the source of an open operation is copied, whichever operation's Progress call fills", open, copyNow},
+		{"a stray no operation could claim (not the one of its PV carrying the backup's UID) is not copied", fillFacts{}, copyNever},
 		{"a source whose operation this process reported ended is not copied", with(func(f *fillFacts) { f.ended = true }), copyNever},
 		{"a source whose copy into another target was refused or failed is neither shared nor copied", with(func(f *fillFacts) { f.failing = true }), copyNever},
+		{"a source marked copy-failed (its operation failed, in this process or another) is neither shared nor copied", with(func(f *fillFacts) { f.failed = true }), copyNever},
 		{"a source with its copy is not copied again", with(func(f *fillFacts) { f.copied = true }), copyNever},
 		{"a source marked copy-cancelled is not copied", with(func(f *fillFacts) { f.cancelled = true }), copyNever},
 		{"a source past the item-operation timeout is not copied", with(func(f *fillFacts) { f.timedOut = true }), copyNever},

@@ -34,6 +34,10 @@ const (
 	// TagCopyCancelled, on a source snapshot, records that Velero cancelled its operation
 	// (RFC 3339): its copy is never started again.
 	TagCopyCancelled = tagPrefix + "copy-cancelled"
+	// TagCopyFailed, on a source snapshot, records that its operation failed because a copy of
+	// it (regional or vault) was refused or ended in error (RFC 3339): it is never shared or
+	// copied again. Only this plugin writes it, on sources of its own backups.
+	TagCopyFailed = tagPrefix + "copy-failed"
 	// TagDeletionRequestedAt, on a source snapshot, records that its deletion began (RFC 3339):
 	// no copy of it is started afterwards.
 	TagDeletionRequestedAt = tagPrefix + "deletion-requested-at"

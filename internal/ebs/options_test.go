@@ -57,9 +57,9 @@ func TestTrackerSettings(t *testing.T) {
 	f.clk.Step(61 * time.Second)
 	p, err = tr.Progress(context.Background(), opID(volA), inProgress)
 	checkProgress(t, p, err, want{completed: true, desc: "no native snapshot"})
-	// Two descriptions of the backup with a 1 s cache, and a re-read of each source marked for its copy.
-	if n := f.src().describeCount(); n != 4 {
-		t.Errorf("%d DescribeSnapshots, want 4 with a 1s cache", n)
+	// Two descriptions of the backup with a 1 s cache, and one re-read of the sources marked for copies.
+	if n := f.src().describeCount(); n != 3 {
+		t.Errorf("%d DescribeSnapshots, want 3 with a 1s cache", n)
 	}
 }
 

@@ -46,26 +46,73 @@ func (t *Tracker) copyPhase(ctx context.Context, v *backupView, src *types.Snaps
 	d := decideCopyPhase(v, src, tg, f, now, t.listingLag, t.copyLimit)
 	switch {
 	case d.fail != "":
-		return t.failCopy(ctx, v, src, tg, d.fail)
+		return t.failCopy(ctx, v, src, tg, d.fail, d.mark)
 	case d.vaultCopy != nil:
 		return t.vaultSteps(ctx, v, src, tg, d.vaultCopy)
 	}
 	return d.phase
 }
 
-// failCopy fails the operation for why, once nothing of the source is left shared with a vault:
-// a removal of the share that may yet succeed is waited for; one EC2 refuses is named.
-func (t *Tracker) failCopy(ctx context.Context, v *backupView, src *types.Snapshot, tg target, why string) phase {
-	if !tg.vault() {
-		return phase{err: why}
-	}
-	switch err := t.unshare(ctx, v, src, tg); {
+// failCopy fails the operation for why, once nothing of its source is left shared with a vault
+// and, when mark says so, the source is marked copy-failed: a mark or a removal of the share
+// that may yet succeed is waited for; a removal EC2 refuses is named.
+func (t *Tracker) failCopy(ctx context.Context, v *backupView, src *types.Snapshot, tg target, why string, mark bool) phase {
+	switch err := t.endCopies(ctx, v, src, tg, mark); {
 	case err != nil && ec2api.IsTransient(err):
-		return phase{busy: true, desc: fmt.Sprintf("%s; removing the share of %s with account %s before failing: %v", why, aws.ToString(src.SnapshotId), tg.account, err)}
-	case err != nil:
+		return phase{busy: true, desc: fmt.Sprintf("%s; before failing: %v", why, err)}
+	case err != nil && tg.vault():
 		return phase{err: fmt.Sprintf("%s; the snapshot may be left shared with account %s (%s is still set): %v", why, tg.account, TagVaultSharedAt, err)}
 	}
 	return phase{err: why}
+}
+
+// endCopies takes the step that ends the copies of a source whose operation fails: when mark
+// says so (nothing in EC2 shows why, as a refused copy), it marks the source copy-failed, so
+// that no later fill, in this process or another, shares or copies it again; then it removes
+// its share with a vault. A copy in error needs no mark: EC2 lists it, and a fill never copies
+// a source with a copy in error (decideFill).
+//
+// A mark EC2 refuses does not hold up the removal of the share. Without the mark (refused, or
+// its answer lost), a later fill may share the source again; the copy is then refused again, and
+// the fill, meeting the refusal, takes this same step: it removes the share before its Progress
+// call returns, and tries the mark again. So nothing stays shared past the listing lag. Only this
+// plugin writes the mark, on sources of its own backups: a snapshot of another install is never a
+// source of this backup's view.
+func (t *Tracker) endCopies(ctx context.Context, v *backupView, src *types.Snapshot, tg target, mark bool) error {
+	var markErr error
+	if mark {
+		markErr = t.timed(v, func() error { return t.markFailed(ctx, v, src) })
+	}
+	if markErr != nil && !ec2api.IsTransient(markErr) {
+		t.log.WithError(markErr).Warnf("Could not mark snapshot %s %s", aws.ToString(src.SnapshotId), TagCopyFailed)
+		markErr = nil
+	}
+	if !tg.vault() {
+		return markErr
+	}
+	if err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); err != nil {
+		return err
+	}
+	return markErr
+}
+
+// markFailed writes the copy-failed mark on the source, unless it carries it.
+func (t *Tracker) markFailed(ctx context.Context, v *backupView, src *types.Snapshot) error {
+	if tagValue(src.Tags, TagCopyFailed) != "" {
+		return nil
+	}
+	id := aws.ToString(src.SnapshotId)
+	c, err := v.place.Clients(ctx, v.region)
+	if err != nil {
+		return err
+	}
+	at := t.clock.Now().UTC().Format(time.RFC3339)
+	if err := t.tag(ctx, c, []string{id}, map[string]string{TagCopyFailed: at}); err != nil {
+		return fmt.Errorf("marking snapshot %s %s: %w", id, TagCopyFailed, err)
+	}
+	v.setTag([]string{id}, TagCopyFailed, at)
+	setTag(src, TagCopyFailed, at)
+	return nil
 }
 
 // abandonVault ends the vault phase of an operation another phase fails, with no vault copy to

@@ -93,7 +93,7 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 func copyTags(src types.Snapshot, sourceRegion string) []types.Tag {
 	own, rest := splitByPrefix(tagMap(src.Tags), tagPrefix, "velero.io/")
 	for _, k := range []string{TagCopyToRegion, TagCopyKMSKeyID, TagCopyCompletionMinutes, TagCopyRequestedAt,
-		TagCreateToken, TagRecorded, TagCopyCancelled, TagDeletionRequestedAt,
+		TagCreateToken, TagRecorded, TagCopyCancelled, TagCopyFailed, TagDeletionRequestedAt,
 		TagVaultAccount, TagVaultRegion, TagVaultKMSKeyID, TagVaultLock, TagVaultRequestedAt, TagVaultSharedAt} {
 		delete(own, k)
 	}

@@ -240,7 +240,14 @@ func TestProgress(t *testing.T) {
 			want: want{desc: "copies of backup nightly in us-west-2"}},
 		{name: "copy refused", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, "InvalidParameterValue")},
 			want:    want{completed: true, n: 100, total: 200, errTxt: "copy of snapshot snap-0000000a to us-west-2 refused"},
-			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"}},
+			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a", "CreateTags snap-0000000a map[" + TagCopyFailed},
+			check: func(t *testing.T, f *fixture, _ *mutations) {
+				if _, ok := tagsOf(f.src().snaps[0])[TagCopyFailed]; !ok {
+					t.Errorf("the refused source is not marked %s: a later reconcile would copy it again", TagCopyFailed)
+				}
+			}},
+		{name: "a copy refused in an earlier process: no copy is started, the operation fails", east: []types.Snapshot{src(types.SnapshotStateCompleted, toDest(TagCopyFailed, t0.Add(-time.Hour).Format(time.RFC3339)))},
+			want: want{completed: true, n: 100, total: 200, errTxt: "a copy of it was refused"}},
 		{name: "copy queued", east: []types.Snapshot{done}, copyAnswers: []error{httpErr(400, ec2api.CodeResourceLimitExceeded)},
 			want:    want{n: 100, total: 200, desc: "queued"},
 			wantLog: []string{"CreateTags snap-0000000a", "CopySnapshot snap-0000000a", "DeleteTags snap-0000000a"},
@@ -447,8 +454,8 @@ func TestProgressCache(t *testing.T) {
 	}
 }
 
-// With 25 completed sources and 20 slots, one reconcile starts the copies of the 20 oldest, each
-// marked before it is copied, by the calls of their own operations; the later calls start none.
+// With 25 completed sources and 20 slots, the first call of a reconcile starts the copies of the
+// 20 oldest, the batch marked first with one CreateTags; the later calls start none.
 func TestProgressFillsCopySlots(t *testing.T) {
 	f := newFixture(t)
 	const n = 25
@@ -467,8 +474,8 @@ func TestProgressFillsCopySlots(t *testing.T) {
 			t.Errorf("copy %d of %s, want %s (oldest first)", i, got, want)
 		}
 	}
-	if m.count("CreateTags") != 20 || !strings.HasPrefix(m.log[0], "CreateTags snap-00000000") {
-		t.Errorf("want each source marked before its copy: %q", m.log)
+	if m.count("CreateTags") != 1 || !strings.Contains(m.log[0], fmt.Sprintf("snap-%08x", 19)) {
+		t.Errorf("want one CreateTags marking the batch first: %q", m.log)
 	}
 	for i := 0; i < n; i++ {
 		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
@@ -679,4 +686,44 @@ func reconcile(tr *Tracker, n int, backup *velerov1.Backup) (velero.OperationPro
 		}
 	}
 	return p, nil
+}
+
+// A Progress call copies the other sources of the backup in its batch, but never one whose
+// operation failed on a refused copy, in this process or an earlier one: the copy-failed mark
+// on the source says so. A mark that was lost is written again when the copy is refused again.
+func TestAFillNeverCopiesAFailedOperationsSource(t *testing.T) {
+	failed := snapshot("snap-00000000", volN(0), types.SnapshotStateCompleted, toDest(TagCopyFailed, t0.Add(-time.Hour).Format(time.RFC3339)))
+	unmarked := snapshot("snap-00000000", volN(0), types.SnapshotStateCompleted, toDest())
+	other := snapshot("snap-00000001", volN(1), types.SnapshotStateCompleted, toDest(), startedAt(time.Minute))
+	refused := []error{httpErr(400, "InvalidParameterValue")}
+	tests := []struct {
+		name       string
+		first      types.Snapshot
+		answers    map[string][]error
+		wantCopies []string
+	}{
+		{name: "a source marked copy-failed is not copied by another operation's Progress", first: failed,
+			wantCopies: []string{"snap-00000001"}},
+		{name: "a source whose mark was lost is refused again, and marked copy-failed", first: unmarked,
+			answers: map[string][]error{"snap-00000000": refused}, wantCopies: []string{"snap-00000000", "snap-00000001"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.src().add(tt.first, other)
+			m := f.serveTracker(tt.answers)
+			p, err := f.tracker().Progress(context.Background(), opID(volN(1)), inProgress)
+			checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c"})
+			var got []string
+			for _, in := range m.copies {
+				got = append(got, aws.ToString(in.SourceSnapshotId))
+			}
+			if !slices.Equal(got, tt.wantCopies) {
+				t.Errorf("copies of %v, want %v", got, tt.wantCopies)
+			}
+			if _, ok := tagsOf(f.src().snaps[0])[TagCopyFailed]; !ok {
+				t.Errorf("%s is not marked %s: the next fill would copy it again", aws.ToString(tt.first.SnapshotId), TagCopyFailed)
+			}
+		})
+	}
 }

@@ -130,7 +130,7 @@ func (t *Tracker) vaultSteps(ctx context.Context, v *backupView, src *types.Snap
 				if ec2api.IsTransient(err) {
 					return phase{units: d.phase.units, busy: true, desc: fmt.Sprintf("vault copy %s in %s: %s; locking it: %v", cpID, tg, progressText(cp.Progress), err)}
 				}
-				return t.failCopy(ctx, v, src, tg, fmt.Sprintf("locking vault copy %s in %s refused: %v", cpID, tg, err))
+				return t.failCopy(ctx, v, src, tg, fmt.Sprintf("locking vault copy %s in %s refused: %v", cpID, tg, err), false)
 			}
 		case d.unshare:
 			if err := t.timed(v, func() error { return t.unshare(ctx, v, src, tg) }); err != nil {

@@ -44,6 +44,7 @@ type backupView struct {
 	requested map[target]map[string]time.Time // source ID -> when this process asked for a copy EC2 does not list yet
 	refused   map[target]map[string]string    // source ID -> why its copy cannot be made
 	claimed   map[string]bool                 // source IDs an operation of this process follows
+	followed  map[string]bool                 // source IDs an operation follows or certainly will, this description
 	ended     map[string]bool                 // source IDs whose operation this process reported ended
 	cancelled map[string]bool                 // source IDs whose operation Velero cancelled
 	deleted   map[string]bool                 // strays this process deleted
@@ -54,7 +55,7 @@ func newBackupView(place Place, region string, id backupIdentity, clk clock.Cloc
 	return &backupView{
 		cycle: cycle{clock: clk}, place: place, region: region, id: id,
 		requested: map[target]map[string]time.Time{}, refused: map[target]map[string]string{},
-		claimed: map[string]bool{}, ended: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
+		claimed: map[string]bool{}, followed: map[string]bool{}, ended: map[string]bool{}, cancelled: map[string]bool{}, deleted: map[string]bool{},
 	}
 }
 
@@ -134,7 +135,7 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 // snapshot for: the sources by ID, how many recorded sources of the backup EC2 lists, the
 // copies' counts by target and the sources that may await a copy.
 func (v *backupView) index() {
-	v.byID, v.queue = map[string]*types.Snapshot{}, newCopyQueue()
+	v.byID, v.followed, v.queue = map[string]*types.Snapshot{}, map[string]bool{}, newCopyQueue()
 	var all []*types.Snapshot
 	for _, ss := range v.sources {
 		for i := range ss {
@@ -148,8 +149,12 @@ func (v *backupView) index() {
 		if s.State != types.SnapshotStateCompleted {
 			continue
 		}
+		id := aws.ToString(s.SnapshotId)
+		if v.claimed[id] || v.id.hasUID(s) && v.onlyTaggedOfItsPV(s) {
+			v.followed[id] = true
+		}
 		for _, tg := range targetsOf(s) {
-			v.queue.add(s, tg, v.claimed[aws.ToString(s.SnapshotId)])
+			v.queue.add(s, tg, v.followed[id])
 		}
 	}
 	v.queue.sort()
@@ -173,7 +178,7 @@ func (v *backupView) resolveOp(op Operation, window time.Duration) resolution {
 	res := resolve(candidates(v.sources[op.VolumeID], op, v.id, window), op.Issued)
 	if res.source != nil {
 		id := aws.ToString(res.source.SnapshotId)
-		v.claimed[id] = true
+		v.claimed[id], v.followed[id] = true, true
 		v.queue.claim(id)
 	}
 	return res
@@ -238,8 +243,9 @@ func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 func (v *backupView) copyVerdict(s *types.Snapshot, tg target, now time.Time, lag time.Duration) verdict {
 	id := aws.ToString(s.SnapshotId)
 	return decideFill(fillFacts{
-		claimed:    v.claimed[id],
+		followed:   v.followed[id],
 		ended:      v.ended[id],
+		failed:     tagValue(s.Tags, TagCopyFailed) != "",
 		failing:    v.failing(s),
 		copied:     v.copyOf(tg, id) != nil,
 		cancelled:  v.cancelled[id] || tagValue(s.Tags, TagCopyCancelled) != "",
@@ -282,6 +288,15 @@ func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
 // timeoutMarginShare bounds the clock-skew margin before Velero's item-operation timeout to
 // this share of the timeout.
 const timeoutMarginShare = 4
+
+// onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
+// backup's UID, or the one of them marked recorded: the source its PV's operation follows,
+// whether or not it is asked about in this process.
+func (v *backupView) onlyTaggedOfItsPV(s *types.Snapshot) bool {
+	pvName := tagValue(s.Tags, TagPV)
+	res := resolve(candidates(v.sources[aws.ToString(s.VolumeId)], Operation{PV: pvName}, v.id, 0), time.Time{})
+	return res.source != nil && aws.ToString(res.source.SnapshotId) == aws.ToString(s.SnapshotId)
+}
 
 // awaitingCopy returns up to limit sources bound for the target whose copy this process may
 // start, oldest first.
