@@ -1,12 +1,13 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 )
 
 // Report is what an audit found, and what --delete-orphans did.
@@ -167,11 +168,7 @@ func (r Report) Exit() int {
 }
 
 // WriteJSON writes the report as JSON.
-func (r Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
 
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {

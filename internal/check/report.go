@@ -1,10 +1,11 @@
 package check
 
 import (
-	"encoding/json"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 )
 
 // Status is a finding's verdict.
@@ -149,12 +150,7 @@ func (f Finding) line() string {
 }
 
 // WriteJSON writes the report as one indented JSON document.
-func (r Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
-}
+func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
 
 // finding constructors.
 

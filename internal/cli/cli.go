@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,3 +124,11 @@ func (s *Session) Close() error { return os.RemoveAll(s.tmp) }
 
 // IsHelp reports whether Parse's error is ErrHelp.
 func IsHelp(err error) bool { return errors.Is(err, ErrHelp) }
+
+// WriteJSON writes a command's report as indented JSON, with <, > and & as they are.
+func WriteJSON(w io.Writer, report any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(report)
+}

@@ -1,12 +1,13 @@
 package drill
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 )
 
 // Report is what a drill did and measured.
@@ -68,11 +69,7 @@ func (r Report) Summary() string {
 }
 
 // WriteJSON writes the report as JSON.
-func (r Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
 
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
