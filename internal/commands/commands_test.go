@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func TestFirstArgument(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code, serve := run(t.Context(), tt.args, &stdout, &stderr)
+			code, serve := Run(t.Context(), tt.args, &stdout, &stderr)
 			if code != tt.code || serve != tt.serve {
 				t.Errorf("exit %d, serve %v; want %d, %v", code, serve, tt.code, tt.serve)
 			}
