@@ -21,8 +21,11 @@ type VolumeSnapshotter struct {
 	log     logrus.FieldLogger
 	config  map[string]string
 	creds   ec2api.Credentials // the location's, as the last Init read them
-	s       *ebs.Snapshotter
-	install func() string // this install's identity, for ebs.TagInstall; nil: none
+	// The location's jobs, made by the last Init.
+	snapshots *ebs.Snapshotter
+	deleter   *ebs.Deleter
+	restorer  *ebs.Restorer
+	install   func() string // this install's identity, for ebs.TagInstall; nil: none
 }
 
 // VaultCredentials returns the credentials a location's config names for its vault account,
@@ -56,7 +59,7 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 	if cfg.Credentials, err = v.clients.Pin(cfg.Credentials); err != nil {
 		return fmt.Errorf("the location's credentials: %w", err)
 	}
-	if v.s != nil && maps.Equal(config, v.config) && cfg.Credentials == v.creds {
+	if v.snapshots != nil && maps.Equal(config, v.config) && cfg.Credentials == v.creds {
 		return nil
 	}
 	opts := []ebs.Option{ebs.WithLogger(v.log), ebs.WithHandoff(v.handoff)}
@@ -77,14 +80,17 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 	}
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
-	s := ebs.NewSnapshotter(cfg, v.clients.ForCredentials(cfg.Credentials), opts...)
-	if err := s.ValidateRestoreZone(ctx); err != nil {
+	clients := v.clients.ForCredentials(cfg.Credentials)
+	restorer := ebs.NewRestorer(cfg, clients, opts...)
+	if err := restorer.ValidateRestoreZone(ctx); err != nil {
 		return err
 	}
+	snapshots := ebs.NewSnapshotter(cfg, clients, opts...)
 	if v.install != nil {
-		s.SetInstall(v.install())
+		snapshots.SetInstall(v.install())
 	}
-	v.s, v.config, v.creds = s, maps.Clone(config), cfg.Credentials
+	v.snapshots, v.deleter, v.restorer = snapshots, ebs.NewDeleter(cfg, clients, opts...), restorer
+	v.config, v.creds = maps.Clone(config), cfg.Credentials
 	return nil
 }
 
@@ -93,7 +99,7 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 func (v *VolumeSnapshotter) CreateVolumeFromSnapshot(snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
-	return v.s.CreateVolumeFromSnapshot(ctx, snapshotID, volumeType, volumeAZ, iops)
+	return v.restorer.CreateVolumeFromSnapshot(ctx, snapshotID, volumeType, volumeAZ, iops)
 }
 
 // GetVolumeID returns the EBS volume ID of an EBS-backed PV, and "" for any other PV (one of a
@@ -111,7 +117,7 @@ func (v *VolumeSnapshotter) GetVolumeID(item runtime.Unstructured) (string, erro
 func (v *VolumeSnapshotter) SetVolumeID(item runtime.Unstructured, volumeID string) (runtime.Unstructured, error) {
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
-	az, err := v.s.VolumeZone(ctx, volumeID)
+	az, err := v.restorer.VolumeZone(ctx, volumeID)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +128,7 @@ func (v *VolumeSnapshotter) SetVolumeID(item runtime.Unstructured, volumeID stri
 func (v *VolumeSnapshotter) GetVolumeInfo(volumeID, volumeAZ string) (string, *int64, error) {
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
-	return v.s.GetVolumeInfo(ctx, volumeID)
+	return v.snapshots.GetVolumeInfo(ctx, volumeID)
 }
 
 // CreateSnapshot starts a snapshot and returns its ID without waiting for it to complete,
@@ -130,7 +136,7 @@ func (v *VolumeSnapshotter) GetVolumeInfo(volumeID, volumeAZ string) (string, *i
 func (v *VolumeSnapshotter) CreateSnapshot(volumeID, volumeAZ string, tags map[string]string) (string, error) {
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
-	return v.s.CreateSnapshot(ctx, volumeID, tags)
+	return v.snapshots.CreateSnapshot(ctx, volumeID, tags)
 }
 
 // DeleteSnapshot deletes the snapshot and every copy of it, within
@@ -138,5 +144,5 @@ func (v *VolumeSnapshotter) CreateSnapshot(volumeID, volumeAZ string, tags map[s
 func (v *VolumeSnapshotter) DeleteSnapshot(snapshotID string) error {
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
-	return v.s.DeleteSnapshot(ctx, snapshotID)
+	return v.deleter.DeleteSnapshot(ctx, snapshotID)
 }

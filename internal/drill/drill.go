@@ -115,7 +115,7 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	rep := Report{Backup: o.Backup, Location: locName, Region: cfg.Region, Started: d.Clock.Now(),
 		Skipped: plan.Skipped, Unrestorable: plan.Unrestorable}
 	rep.Leftovers, rep.Problems = d.deleteLeftovers(ctx, c, cfg.Region, creds, install)
-	restorer := ebs.NewSnapshotter(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
+	restorer := ebs.NewRestorer(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
 		return d.Clients.Client(ctx, region, creds)
 	}, ebs.WithLogger(d.Log))
 	d.restore(ctx, c, restorer, plan, install, o, &rep)
@@ -231,7 +231,7 @@ func (d *Driller) deleteLeftovers(ctx context.Context, c ec2api.EC2, region stri
 
 // restore creates the plan's volumes, tags each as this install's drill's, waits for them, and
 // deletes them all.
-func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *ebs.Snapshotter, plan Plan, install string, o Options, rep *Report) {
+func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *ebs.Restorer, plan Plan, install string, o Options, rep *Report) {
 	for _, cand := range plan.Restore {
 		v := VolumeResult{PV: cand.PV, SnapshotID: cand.ID, SizeGiB: cand.SizeGiB}
 		id, err := restorer.CreateVolumeFromSnapshot(ctx, cand.ID, cand.VolumeType, cand.VolumeAZ, cand.VolumeIOPS)

@@ -1,11 +1,13 @@
 package ebs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +29,28 @@ const deleteBudget = 2 * time.Minute
 // each following wait doubles.
 const firstLookAgain = time.Second
 
+// Deleter deletes the snapshots Velero recorded for one VolumeSnapshotLocation, and every copy of
+// each, when their backup is deleted.
+type Deleter struct {
+	cfg     Config
+	clients ec2api.Regional
+	settings
+
+	mu sync.Mutex
+	// unreturnedGone are the backups (region and UID) whose unreturned snapshots this
+	// process's deletions have deleted: Velero deletes a backup's snapshots one call each, all
+	// after its item phase, so one look-up per backup and process is enough.
+	unreturnedGone map[backupInRegion]bool
+}
+
+// backupInRegion names one backup's snapshots in one region.
+type backupInRegion struct{ region, uid string }
+
+// NewDeleter returns a Deleter for the location configured by cfg.
+func NewDeleter(cfg Config, clients ec2api.Regional, opts ...Option) *Deleter {
+	return &Deleter{cfg: cfg, clients: clients, settings: newSettings(opts), unreturnedGone: map[backupInRegion]bool{}}
+}
+
 // DeleteSnapshot deletes a snapshot Velero recorded and every copy of it. The ID may name a
 // source in this location's region, or (for a location in the copy region, or one restoring
 // from the vault) a source elsewhere or a copy here: the tags lead from each to the others,
@@ -42,7 +66,7 @@ const firstLookAgain = time.Second
 // copy cannot be asked, nothing is deleted. Locked snapshots and retained vault copies are
 // kept, and snapshots that only look like this backup's are left alone, each logged. Every
 // failure is named in the error.
-func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
+func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 	if !awsid.IsSnapshotID(snapshotID) {
 		return fmt.Errorf("%q is not an EBS snapshot ID", snapshotID)
 	}
@@ -104,10 +128,10 @@ func (s *Snapshotter) DeleteSnapshot(ctx context.Context, snapshotID string) err
 // snapshot, its source, every copy in each region that may hold one (through the location's
 // and the vault's credentials), the source's siblings and the copies' locks. Any region that
 // cannot be asked fails the read, so that nothing is deleted on a partial view.
-func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (deletionSeen, error) {
+func (s *Deleter) readDeletion(ctx context.Context, recordedID string) (deletionSeen, error) {
 	here := s.cfg.Region
 	seen := deletionSeen{here: here, elsewhere: s.cfg.CopyToRegion, recordedID: recordedID, sourceID: recordedID}
-	rec, ok, err := s.describeSnapshot(ctx, here, recordedID)
+	rec, ok, err := describeSnapshot(ctx, s.clients, here, recordedID)
 	if err != nil {
 		return seen, err
 	}
@@ -129,7 +153,7 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 		return seen, err
 	}
 	if seen.source == nil && seen.sourceRegion != "" && seen.sourceRegion != here {
-		src, ok, err := s.describeSnapshot(ctx, seen.sourceRegion, seen.sourceID)
+		src, ok, err := describeSnapshot(ctx, s.clients, seen.sourceRegion, seen.sourceID)
 		if err != nil {
 			return seen, fmt.Errorf("%w; nothing deleted, so that a later deletion still finds the copies of %s", err, seen.sourceID)
 		}
@@ -163,12 +187,12 @@ func (s *Snapshotter) readDeletion(ctx context.Context, recordedID string) (dele
 // never started is found only there. A region that cannot be asked fails the read, naming the
 // source that may be left there. Without copyToRegion no other region is named, and EC2 not
 // knowing the ID here is taken for its deletion.
-func (s *Snapshotter) readSourceElsewhere(ctx context.Context, seen *deletionSeen) error {
+func (s *Deleter) readSourceElsewhere(ctx context.Context, seen *deletionSeen) error {
 	other := s.cfg.CopyToRegion
 	if seen.source != nil || seen.recordedCopy != nil || seen.sourceRegion != "" || other == "" {
 		return nil
 	}
-	src, ok, err := s.describeSnapshot(ctx, other, seen.sourceID)
+	src, ok, err := describeSnapshot(ctx, s.clients, other, seen.sourceID)
 	if err != nil {
 		return fmt.Errorf("%w; snapshot %s is not in %s and may be a source in %s, left there: nothing deleted, delete the backup again once %s answers",
 			err, seen.sourceID, seen.here, other, other)
@@ -181,7 +205,7 @@ func (s *Snapshotter) readSourceElsewhere(ctx context.Context, seen *deletionSee
 
 // readCopies adds the copies of the source that regions hold, through the location's
 // credentials, skipping regions already listed and the source's own.
-func (s *Snapshotter) readCopies(ctx context.Context, seen *deletionSeen, listed map[string]bool, regions ...string) error {
+func (s *Deleter) readCopies(ctx context.Context, seen *deletionSeen, listed map[string]bool, regions ...string) error {
 	var errs []error
 	for _, region := range slices.Sorted(slices.Values(regions)) {
 		if region == "" || region == seen.sourceRegion || listed[region] {
@@ -218,7 +242,7 @@ func agreedSourceRegion(copies []foundSnapshot) string {
 
 // siblings lists the other snapshots made by the CreateSnapshot call that made src, when that
 // call marked src as the recorded one (it may have made more than one).
-func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]foundSnapshot, error) {
+func (s *Deleter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]foundSnapshot, error) {
 	tags := tagMap(src.Tags)
 	token := tags[TagCreateToken]
 	if tags[TagRecorded] != recordedTrue || token == "" {
@@ -245,7 +269,7 @@ func (s *Snapshotter) siblings(ctx context.Context, source regionalSnapshot, src
 // as not returned to Velero: Velero's deletion never names them, so the deletion of any
 // snapshot it recorded for the backup deletes them (decideDeletion tells which), once per
 // backup and process. A source without a UID has none that can be told apart from another backup's.
-func (s *Snapshotter) unreturnedOfBackup(ctx context.Context, region string, src *types.Snapshot) ([]foundSnapshot, error) {
+func (s *Deleter) unreturnedOfBackup(ctx context.Context, region string, src *types.Snapshot) ([]foundSnapshot, error) {
 	uid := tagValue(src.Tags, TagBackupUID)
 	s.mu.Lock()
 	gone := s.unreturnedGone[backupInRegion{region, uid}]
@@ -273,7 +297,7 @@ func (s *Snapshotter) unreturnedOfBackup(ctx context.Context, region string, src
 // no longer knows needs no mark; one EC2 refuses to tag is deleted all the same, after the
 // wait for a copy asked for just before; a mark whose outcome is unknown fails the deletion
 // before anything is deleted.
-func (s *Snapshotter) markDeleting(ctx context.Context, source regionalSnapshot) error {
+func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) error {
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
 		return err
@@ -295,7 +319,7 @@ func (s *Snapshotter) markDeleting(ctx context.Context, source regionalSnapshot)
 // probeUnlisted marks a recorded snapshot EC2 lists nowhere as being deleted, in each region
 // it may be in: EC2 taking the mark in one says the snapshot exists there, not listed yet (and
 // no copy of it starts any more); not found in every one, that it is gone.
-func (s *Snapshotter) probeUnlisted(ctx context.Context, targets []regionalSnapshot) (unlistedState, error) {
+func (s *Deleter) probeUnlisted(ctx context.Context, targets []regionalSnapshot) (unlistedState, error) {
 	for _, t := range targets {
 		c, err := s.clients(ctx, t.region)
 		if err != nil {
@@ -318,7 +342,7 @@ func (s *Snapshotter) probeUnlisted(ctx context.Context, targets []regionalSnaps
 
 // carryOut deletes what plan deletes, source first, keeps and leaves the rest, within the
 // budget that ends at deadline.
-func (s *Snapshotter) carryOut(ctx context.Context, plan deletionPlan, deadline time.Time) error {
+func (s *Deleter) carryOut(ctx context.Context, plan deletionPlan, deadline time.Time) error {
 	for _, t := range plan.leave {
 		s.log.Infof("Left snapshot %s alone: %s", t, t.why)
 	}
@@ -349,7 +373,7 @@ func (s *Snapshotter) carryOut(ctx context.Context, plan deletionPlan, deadline 
 }
 
 // deleteWithin deletes t unless the deletion's budget, which ends at deadline, is spent.
-func (s *Snapshotter) deleteWithin(ctx context.Context, t deletionTarget, deadline time.Time) error {
+func (s *Deleter) deleteWithin(ctx context.Context, t deletionTarget, deadline time.Time) error {
 	if !s.clock.Now().Before(deadline) {
 		return fmt.Errorf("snapshot %s not deleted: this deletion's %s are spent; delete the backup again", t, deleteBudget)
 	}
@@ -359,7 +383,7 @@ func (s *Snapshotter) deleteWithin(ctx context.Context, t deletionTarget, deadli
 // deleteOne deletes a snapshot with the credentials it was found with. One EC2 refuses to
 // delete because its lock has not expired is kept (see keep), not reported as a failed
 // deletion that Velero would report at every try until the lock ends.
-func (s *Snapshotter) deleteOne(ctx context.Context, t deletionTarget) error {
+func (s *Deleter) deleteOne(ctx context.Context, t deletionTarget) error {
 	c, err := s.clientsOf(t.via)(ctx, t.region)
 	if err != nil {
 		return err
@@ -380,38 +404,104 @@ func (s *Snapshotter) deleteOne(ctx context.Context, t deletionTarget) error {
 }
 
 // clientsOf are the clients of the credentials via names.
-func (s *Snapshotter) clientsOf(via credentialsOf) ec2api.Regional {
+func (s *Deleter) clientsOf(via credentialsOf) ec2api.Regional {
 	if via == vaultCredentials {
 		return s.vault
 	}
 	return s.clients
 }
 
-// describeSnapshot returns one snapshot by ID; found is false when EC2 does not know it.
-func (s *Snapshotter) describeSnapshot(ctx context.Context, region, id string) (types.Snapshot, bool, error) {
-	c, err := s.clients(ctx, region)
-	if err != nil {
-		return types.Snapshot{}, false, err
+// readVaultCopies adds the vault copies of the source, through the vault's credentials: in
+// the vault region the location names and the one the source was tagged with. Without a
+// vault there are none to find; without credentials for it, nothing is deleted.
+func (s *Deleter) readVaultCopies(ctx context.Context, seen *deletionSeen) error {
+	regions := map[string]bool{}
+	account := s.cfg.Vault.AccountID
+	if s.cfg.Vault.Enabled() {
+		regions[s.cfg.Vault.Region] = true
 	}
-	out, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
-	if ec2api.IsNotFound(err) || err == nil && len(out.Snapshots) == 0 {
-		return types.Snapshot{}, false, nil
+	if src := seen.source; src != nil && tagValue(src.Tags, TagVaultRegion) != "" {
+		regions[tagValue(src.Tags, TagVaultRegion)] = true
+		account = cmp.Or(tagValue(src.Tags, TagVaultAccount), account)
 	}
-	if err != nil {
-		return types.Snapshot{}, false, fmt.Errorf("describing snapshot %s in %s: %w", id, region, err)
+	if len(regions) == 0 {
+		return nil
 	}
-	return out.Snapshots[0], true, nil
+	if s.vault == nil {
+		return fmt.Errorf("snapshot %s has vault copies in account %s, but the location names no credentials for the vault (%s or %s); nothing deleted",
+			seen.sourceID, account, ConfigVaultCredentialSecret, ConfigVaultProfile)
+	}
+	var errs []error
+	for _, region := range slices.Sorted(maps.Keys(regions)) {
+		copies, err := copiesOf(ctx, s.vault, region, seen.sourceID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("vault account: %w", err))
+			continue
+		}
+		for _, c := range copies {
+			if f := found(region, vaultCredentials, c); !slices.ContainsFunc(seen.copies, func(o foundSnapshot) bool { return o.regionalSnapshot == f.regionalSnapshot }) {
+				seen.copies = append(seen.copies, f)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w; nothing deleted, so that a later deletion still finds every copy of %s", err, seen.sourceID)
+	}
+	return nil
 }
 
-// copiesOf lists the copies of a source snapshot that region holds, seen through clients.
-func copiesOf(ctx context.Context, clients ec2api.Regional, region, sourceID string) ([]types.Snapshot, error) {
-	c, err := clients(ctx, region)
-	if err != nil {
-		return nil, err
+// readLocks reads the lock states of the copies asked to be locked (TagVaultLock), through
+// the credentials each was found with, one request per region and credentials.
+func (s *Deleter) readLocks(ctx context.Context, copies []foundSnapshot) (map[regionalSnapshot]types.LockState, error) {
+	type place struct {
+		region string
+		via    credentialsOf
 	}
-	copies, err := describeSnapshots(ctx, c, []types.Filter{tagFilter(TagSourceSnapshotID, sourceID)})
-	if err != nil {
-		return nil, fmt.Errorf("looking for copies of snapshot %s in %s: %w", sourceID, region, err)
+	asked := map[place][]types.Snapshot{}
+	for _, c := range copies {
+		if tagValue(c.snap.Tags, TagVaultLock) != "" {
+			p := place{c.region, c.via}
+			asked[p] = append(asked[p], c.snap)
+		}
 	}
-	return copies, nil
+	locks := map[regionalSnapshot]types.LockState{}
+	for p, snaps := range asked {
+		c, err := s.clientsOf(p.via)(ctx, p.region)
+		if err != nil {
+			return nil, err
+		}
+		states := map[string]types.LockState{}
+		if err := describeLocks(ctx, c, snaps, states); err != nil {
+			return nil, fmt.Errorf("reading the locks of copies in %s: %w", p.region, err)
+		}
+		for id, st := range states {
+			locks[regionalSnapshot{p.region, id}] = st
+		}
+	}
+	return locks, nil
+}
+
+// lockOf returns the snapshot's lock as EC2 describes it; the zero value when it has none.
+func lockOf(ctx context.Context, c ec2api.EC2, id string) (types.LockedSnapshotsInfo, error) {
+	out, err := c.DescribeLockedSnapshots(ctx, &ec2.DescribeLockedSnapshotsInput{SnapshotIds: []string{id}})
+	if err != nil || len(out.Snapshots) == 0 {
+		return types.LockedSnapshotsInfo{}, err
+	}
+	return out.Snapshots[0], nil
+}
+
+// keep leaves a snapshot in place after its backup's deletion, saying why, and tags it with
+// when its backup was deleted so that it can be found and deleted later.
+func (s *Deleter) keep(ctx context.Context, t deletionTarget, why string) {
+	c, err := s.clientsOf(t.via)(ctx, t.region)
+	if err == nil {
+		_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
+			Resources: []string{t.id},
+			Tags:      []types.Tag{{Key: aws.String(TagBackupDeletedAt), Value: aws.String(s.clock.Now().UTC().Format(time.RFC3339))}},
+		})
+	}
+	if err != nil {
+		s.log.WithError(err).Warnf("Could not tag kept snapshot %s with %s", t, TagBackupDeletedAt)
+	}
+	s.log.Warnf("Kept snapshot %s of the deleted backup: %s. It is tagged %s; delete it once that no longer holds", t, why, TagBackupDeletedAt)
 }

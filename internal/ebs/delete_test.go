@@ -119,7 +119,7 @@ func TestDeleteSnapshot(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			err := f.snapshotter(tt.cfg).DeleteSnapshot(context.Background(), tt.id)
+			err := newDeleter(f, tt.cfg).DeleteSnapshot(context.Background(), tt.id)
 			wantErr(t, err, tt.wantErr...)
 			for _, r := range []struct {
 				r    *region
@@ -181,7 +181,7 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 					f.dst().snaps = append(f.dst().snaps, cp)
 				}
 			}
-			s := f.snapshotter(cfg, WithVaultClients(f.clients()))
+			s := newDeleter(f, cfg, WithVaultClients(f.clients()))
 			err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
 			if !ok {
 				t.Fatal("DeleteSnapshot did not return")
@@ -212,7 +212,7 @@ func TestDeleteSnapshotWithinItsTimeBudget(t *testing.T) {
 		r.serveDelete()
 		r.serveTags()
 	}
-	s := f.snapshotter(Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(deleteBudget+time.Minute))
+	s := newDeleter(f, Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(deleteBudget+time.Minute))
 	err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
 	if !ok {
 		t.Fatal("DeleteSnapshot did not return")
@@ -227,7 +227,7 @@ func TestDeleteSnapshotMalformedID(t *testing.T) {
 	for _, id := range []string{"", "snap-XYZ", "vol-0123456789abcdef0", "snap-0123", "snap-0123456789ABCDEF0"} {
 		t.Run(id, func(t *testing.T) {
 			f := newFixture(t) // no EC2 call expected
-			wantErr(t, f.snapshotter(Config{Region: srcRegion}).DeleteSnapshot(context.Background(), id), fmt.Sprintf("%q", id), "not an EBS snapshot ID")
+			wantErr(t, newDeleter(f, Config{Region: srcRegion}).DeleteSnapshot(context.Background(), id), fmt.Sprintf("%q", id), "not an EBS snapshot ID")
 		})
 	}
 }
@@ -280,7 +280,7 @@ func TestDeleteSnapshotSlowReadWaitsForACopyAskedMeanwhile(t *testing.T) {
 			f.dst().snaps = append(f.dst().snaps, copyOfSnap("snap-0000000b", src, types.SnapshotStatePending))
 		}
 	}
-	s := f.snapshotter(Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(lag))
+	s := newDeleter(f, Config{Region: srcRegion, CopyToRegion: dstRegion}, WithListingLag(lag))
 	err, ok := onClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
 	if !ok {
 		t.Fatal("DeleteSnapshot did not return")
@@ -524,12 +524,12 @@ func TestDeleteSnapshotLooksForFailedSnapshotsOncePerBackup(t *testing.T) {
 			r.serveDelete()
 			r.serveTags()
 		}
-		s := f.snapshotter(cfg)
+		s := newDeleter(f, cfg)
 		if err := s.DeleteSnapshot(context.Background(), "snap-0000000a"); err != nil {
 			t.Fatal(err)
 		}
 		if !sameProcess {
-			s = f.snapshotter(cfg)
+			s = newDeleter(f, cfg)
 		}
 		before := f.src().describeCount()
 		if err := s.DeleteSnapshot(context.Background(), "snap-0000000e"); err != nil {

@@ -35,7 +35,7 @@ func TestDeletingABackupFromTheVaultLocation(t *testing.T) {
 			cfg := vaultConfig(tt.lock)
 			cfg.Vault.RetainOnDelete = tt.retain
 			srcID := completedVaultBackup(t, w, cfg)
-			vaultLocation := ebs.NewSnapshotter(ebs.Config{Region: vaultRegion}, w.Vault, w.Options()...)
+			vaultLocation := ebs.NewDeleter(ebs.Config{Region: vaultRegion}, w.Vault, w.Options()...)
 			if err := vaultLocation.DeleteSnapshot(ctx, srcID); err != nil {
 				t.Fatalf("DeleteSnapshot from the vault location: %v", err)
 			}
@@ -44,7 +44,7 @@ func TestDeletingABackupFromTheVaultLocation(t *testing.T) {
 			}
 			if tt.fromSourceToo {
 				cfg.Vault.RetainOnDelete = false
-				if err := ebs.NewSnapshotter(cfg, w.Source, w.Options()...).DeleteSnapshot(ctx, srcID); err != nil {
+				if err := ebs.NewDeleter(cfg, w.Source, w.Options()...).DeleteSnapshot(ctx, srcID); err != nil {
 					t.Fatalf("DeleteSnapshot from the source location: %v", err)
 				}
 				if left := w.Sim.SnapshotsIn(sourceAccount, sourceRegion); len(left) != 0 {

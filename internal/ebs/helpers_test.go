@@ -295,13 +295,6 @@ func (f *fixture) opts(extra ...Option) []Option {
 	return append([]Option{WithClock(f.clk), WithLogger(log)}, extra...)
 }
 
-func (f *fixture) snapshotter(cfg Config, extra ...Option) *Snapshotter {
-	return NewSnapshotter(cfg, f.clients(), f.opts(extra...)...)
-}
-
-func (f *fixture) tracker(extra ...Option) *Tracker {
-	return NewTracker(f.clients(), f.opts(extra...)...)
-}
 
 // onClock runs fn in a goroutine and steps the fake clock by a second whenever fn waits on it,
 // until fn returns or limit of fake time has passed. ok is false when fn did not return.

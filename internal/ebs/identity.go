@@ -8,6 +8,11 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 )
 
+// clockSkew is the margin allowed between the clock of the Velero server's node and EC2's
+// when a snapshot's start time is compared with the time its operation was opened. Nodes
+// and EC2 keep time by NTP, within a second; a minute leaves room for a poorly synced node.
+const clockSkew = time.Minute
+
 // backupIdentity is what tells this install's backup from another of the same name: another
 // cluster's, or an earlier one whose snapshots are still in the account.
 type backupIdentity struct {

@@ -89,7 +89,7 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 			f.src().add(tt.east...)
 			f.dst().add(tt.west...)
 			m := f.serveTracker(nil)
-			p, err := f.tracker().Progress(context.Background(), tt.op, tt.backup)
+			p, err := newTracker(f, ).Progress(context.Background(), tt.op, tt.backup)
 			checkProgress(t, p, err, tt.want)
 			var copied []string
 			for _, in := range m.copies {
@@ -114,7 +114,7 @@ func TestProgressOneUntaggableSourceHoldsUpNoOther(t *testing.T) {
 	}
 	f.tagRefusals = map[string]error{"snap-00000003": httpErr(400, "TagLimitExceeded")}
 	m := f.serveTracker(nil)
-	tr := f.tracker()
+	tr := newTracker(f, )
 	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 30)
 	for i := 0; i < 30; i++ {
 		p, err := tr.Progress(context.Background(), opID(volN(i)), backup)
@@ -145,14 +145,14 @@ func TestCancelIsFinal(t *testing.T) {
 	f.dst().add(copyOfSnap("snap-0000000c", a, types.SnapshotStatePending))
 	m := f.serveTracker(nil)
 	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 2)
-	if err := f.tracker().Cancel(context.Background(), opID(volA), backup); err != nil {
+	if err := newTracker(f, ).Cancel(context.Background(), opID(volA), backup); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(f.dst().deleted) != "[snap-0000000c]" {
 		t.Fatalf("deleted %v in %s, want the pending copy", f.dst().deleted, dstRegion)
 	}
 	f.clk.Step(time.Hour) // far beyond the listing lag
-	if _, err := f.tracker().Progress(context.Background(), opID(volN(2)), backup); err != nil {
+	if _, err := newTracker(f, ).Progress(context.Background(), opID(volN(2)), backup); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range m.copies {
@@ -182,7 +182,7 @@ func TestProgressCopiesNoSourceBeingDeleted(t *testing.T) {
 				}
 			}
 			m := f.serveTracker(nil)
-			p, err := f.tracker().Progress(context.Background(), opID(volA), backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1))
+			p, err := newTracker(f, ).Progress(context.Background(), opID(volA), backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1))
 			checkProgress(t, p, err, want{n: 100, total: 200, desc: "is being deleted with its backup"})
 			if m.count("CopySnapshot") != 0 {
 				t.Errorf("a source being deleted was copied")
@@ -200,7 +200,7 @@ func TestProgressCredentialFailureIsTransient(t *testing.T) {
 			f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted))
 			f.src().failNext(fmt.Errorf("operation error EC2: DescribeSnapshots, get identity: %w", &ec2api.CredentialsError{Err: httpErr(400, code)}))
 			f.serveTracker(nil)
-			p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+			p, err := newTracker(f, ).Progress(context.Background(), opID(volA), inProgress)
 			checkProgress(t, p, err, want{desc: "waiting for EC2: describing the snapshots"})
 			if !strings.Contains(p.Description, code) {
 				t.Errorf("description %q does not name %s", p.Description, code)
@@ -218,7 +218,7 @@ func TestProgressFillBudget(t *testing.T) {
 	}
 	f.copyDelay = time.Second // each CopySnapshot waits a second for EC2's pace
 	m := f.serveTracker(nil)
-	tr := f.tracker(WithCacheTTL(time.Minute))
+	tr := newTracker(f, WithCacheTTL(time.Minute))
 	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 20)
 	start := f.clk.Now()
 	for i := 0; i < 20; i++ {
@@ -252,16 +252,16 @@ func TestCancelThatCannotMarkTheSourceLeavesItUncopyable(t *testing.T) {
 	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 2)
 	backup.Spec.ItemOperationTimeout = metav1.Duration{Duration: 4 * time.Hour}
 	f.clk.Step(4*time.Hour + 2*time.Minute) // Velero's timeout of the first operation
-	err := f.tracker().Cancel(context.Background(), opID(volA), backup)
+	err := newTracker(f, ).Cancel(context.Background(), opID(volA), backup)
 	wantErr(t, err, "marking snapshot snap-0000000a as cancelled")
-	p, err := f.tracker().Progress(context.Background(), opID(volN(2)), backup)
+	p, err := newTracker(f, ).Progress(context.Background(), opID(volN(2)), backup)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c0000001"})
 	for _, in := range m.copies {
 		if *in.SourceSnapshotId == "snap-0000000a" {
 			t.Errorf("the cancelled operation's source was copied")
 		}
 	}
-	p, err = f.tracker().Progress(context.Background(), opID(volA), backup)
+	p, err = newTracker(f, ).Progress(context.Background(), opID(volA), backup)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "Velero's item-operation timeout has passed for snapshot snap-0000000a"})
 }
 
@@ -278,7 +278,7 @@ func TestCancelsOfOneReconcileStayWithinItsTimeBudget(t *testing.T) {
 	}
 	m := f.serveTracker(nil)
 	f.dst().onDelete = func() { f.clk.Step(500 * time.Millisecond) }
-	tr := f.tracker()
+	tr := newTracker(f, )
 	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, n)
 	left := 0
 	for i := 0; i < n; i++ {
@@ -320,7 +320,7 @@ func TestCancelKeepsALockedPendingVaultCopy(t *testing.T) {
 			}
 			return &ec2.ModifySnapshotAttributeOutput{}, nil
 		})
-	tr := f.tracker(WithVaultClients(f.clients()))
+	tr := newTracker(f, WithVaultClients(f.clients()))
 	if err := tr.Cancel(context.Background(), opID(volA), inProgress); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
@@ -377,7 +377,7 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			loc := placesOf{{Location: "async", Clients: f.clients(), Config: map[string]string{ConfigRegion: srcRegion, ConfigCopyToRegion: dstRegion}}}
 			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1)
 			backup.Spec.VolumeSnapshotLocations = tt.locations
-			p, err := f.tracker(WithLocator(loc)).Progress(context.Background(), pvOp(volA, "pv-1"), backup)
+			p, err := newTracker(f, WithLocator(loc)).Progress(context.Background(), pvOp(volA, "pv-1"), backup)
 			checkProgress(t, p, err, tt.want)
 			if tt.want.errTxt != "" && !strings.Contains(p.Err, "no copy to us-west-2") {
 				t.Errorf("error %q does not say which copy is missing", p.Err)
@@ -416,7 +416,7 @@ func TestASnapshotVeleroRecordedAsFailedIsDeletedNotCopied(t *testing.T) {
 			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, tt.records)
 			backup.Status.VolumeSnapshotsAttempted = tt.attempted
 			f.clk.Step(tt.elapsed)
-			tr := f.tracker()
+			tr := newTracker(f, )
 			p, err := tr.Progress(context.Background(), pvOp(volN(2), "pv-2"), backup)
 			checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c0000001"})
 			p, err = tr.Progress(context.Background(), pvOp(volA, "pv-1"), backup)
@@ -453,7 +453,7 @@ func TestCancelDeletesASnapshotVeleroRecordedAsFailed(t *testing.T) {
 			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, tt.records)
 			backup.Status.VolumeSnapshotsAttempted = tt.attempted
 			f.clk.Step(4 * time.Hour)
-			if err := f.tracker().Cancel(context.Background(), pvOp(volA, "pv-1"), backup); err != nil {
+			if err := newTracker(f, ).Cancel(context.Background(), pvOp(volA, "pv-1"), backup); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			if fmt.Sprint(f.src().deleted) != fmt.Sprint(tt.wantGone) && len(f.src().deleted)+len(tt.wantGone) > 0 {
@@ -482,7 +482,7 @@ func TestAnOperationOfALocationWithABadConfigNamesItsError(t *testing.T) {
 			f := newFixture(t)
 			f.serveTracker(nil)
 			loc := placesOf{{Location: "async", Clients: f.clients(), Config: tt.config}}
-			p, err := f.tracker(WithLocator(loc)).Progress(context.Background(), opID(volA), backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 0))
+			p, err := newTracker(f, WithLocator(loc)).Progress(context.Background(), opID(volA), backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 0))
 			checkProgress(t, p, err, tt.want)
 		})
 	}

@@ -120,3 +120,9 @@ const (
 	ConfigVaultLockCoolOffHours         = "vaultLockCoolOffHours"
 	ConfigVaultRetainOnDelete           = "vaultRetainOnDelete"
 )
+
+// TagVaultRetainOnDelete, "true" on a source snapshot taken by a location with
+// vaultRetainOnDelete and on its vault copy, keeps the vault copy when its backup is deleted,
+// whichever location deletes it: one without vault config, or one restoring from the vault
+// that finds the vault copy as a plain copy of the recorded source.
+const TagVaultRetainOnDelete = tagPrefix + "vault-retain-on-delete"

@@ -23,10 +23,6 @@ const (
 	defaultCreatePatience = 10 * time.Minute
 	// defaultListingLag is how long EC2 may take to list what it has just made.
 	defaultListingLag = 30 * time.Second
-	// clockSkew is the margin allowed between the clock of the Velero server's node and EC2's
-	// when a snapshot's start time is compared with the time its operation was opened. Nodes
-	// and EC2 keep time by NTP, within a second; a minute leaves room for a poorly synced node.
-	clockSkew = time.Minute
 	// fillBudget bounds the time one description of a backup spends starting copies. Checked
 	// between requests, never cancelling one in flight; what is left waits for the next
 	// description, so no reconcile lasts long at any EC2 request rate.

@@ -48,7 +48,7 @@ func TestTrackerSettings(t *testing.T) {
 		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Minute)))
 	}
 	m := f.serveTracker(nil)
-	tr := f.tracker(WithCacheTTL(time.Second), WithNotFoundGrace(time.Minute), WithCopyLimit(2))
+	tr := newTracker(f, WithCacheTTL(time.Second), WithNotFoundGrace(time.Minute), WithCopyLimit(2))
 	p, err := reconcile(tr, 3, inProgress)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (2 copies of this backup in flight, EC2's limit)"})
 	if n := m.count("CopySnapshot"); n != 2 {

@@ -29,7 +29,7 @@ func BenchmarkReconcile(b *testing.B) {
 				}
 				ops[i] = Operation{Region: srcRegion, VolumeID: vol, Issued: t0, PV: "pv-" + vol}.String()
 			}
-			tr := f.tracker(WithCacheTTL(time.Hour))
+			tr := newTracker(f, WithCacheTTL(time.Hour))
 			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, n)
 			ctx := context.Background()
 			b.ResetTimer()

@@ -10,7 +10,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
+
+// Restorer creates volumes from the snapshots Velero recorded for one VolumeSnapshotLocation,
+// or from their copies in the location's region.
+type Restorer struct {
+	cfg     Config
+	clients ec2api.Regional
+	settings
+
+	mu       sync.Mutex
+	restored map[string]string // volume ID -> AZ of the volumes this process created
+	zones    []types.AvailabilityZone
+}
+
+// NewRestorer returns a Restorer for the location configured by cfg.
+func NewRestorer(cfg Config, clients ec2api.Regional, opts ...Option) *Restorer {
+	return &Restorer{cfg: cfg, clients: clients, settings: newSettings(opts), restored: map[string]string{}}
+}
 
 // CreateVolumeFromSnapshot creates a volume from a snapshot Velero recorded at backup. In the
 // snapshot's own region it restores from the snapshot; in the copy region, from its completed
@@ -19,7 +37,7 @@ import (
 //
 // It makes the requests decideRestore asks for, one decision after another, and decides
 // nothing itself.
-func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
+func (s *Restorer) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	req := restoreRequest{snapshotID: snapshotID, volumeType: volumeType, volumeAZ: volumeAZ, iops: iops}
 	pol := restorePolicy{cfg: s.cfg, clusterName: s.clusterName, patience: s.createPatience}
 	var seen restoreSeen
@@ -52,11 +70,11 @@ func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, 
 
 // restoreAct makes the request a of a restore of snapshotID and records its answer in seen.
 // It returns an error only when the call's context ends during a wait.
-func (s *Snapshotter) restoreAct(ctx context.Context, seen *restoreSeen, snapshotID string, a restoreAction) error {
+func (s *Restorer) restoreAct(ctx context.Context, seen *restoreSeen, snapshotID string, a restoreAction) error {
 	here := s.cfg.Region
 	switch a.step {
 	case readRecorded:
-		snap, found, err := s.describeSnapshot(ctx, here, snapshotID)
+		snap, found, err := describeSnapshot(ctx, s.clients, here, snapshotID)
 		seen.recordedRead, seen.err = true, err
 		if found {
 			seen.recorded = &snap
@@ -103,7 +121,7 @@ var restoreSession = sync.OnceValues(newCreateToken)
 
 // ValidateRestoreZone checks that the location's restoreAvailabilityZone is an available zone of
 // its region.
-func (s *Snapshotter) ValidateRestoreZone(ctx context.Context) error {
+func (s *Restorer) ValidateRestoreZone(ctx context.Context) error {
 	az := s.cfg.RestoreAvailabilityZone
 	if az == "" {
 		return nil
@@ -121,7 +139,7 @@ func (s *Snapshotter) ValidateRestoreZone(ctx context.Context) error {
 }
 
 // zoneList lists the region's availability zones. EC2 is asked once per process.
-func (s *Snapshotter) zoneList(ctx context.Context) ([]types.AvailabilityZone, error) {
+func (s *Restorer) zoneList(ctx context.Context) ([]types.AvailabilityZone, error) {
 	s.mu.Lock()
 	zones := s.zones
 	s.mu.Unlock()
@@ -143,14 +161,14 @@ func (s *Snapshotter) zoneList(ctx context.Context) ([]types.AvailabilityZone, e
 }
 
 // VolumeZone returns the AZ of a volume: remembered when this process created it, else described.
-func (s *Snapshotter) VolumeZone(ctx context.Context, volumeID string) (string, error) {
+func (s *Restorer) VolumeZone(ctx context.Context, volumeID string) (string, error) {
 	s.mu.Lock()
 	az, ok := s.restored[volumeID]
 	s.mu.Unlock()
 	if ok {
 		return az, nil
 	}
-	vol, err := s.describeVolume(ctx, volumeID)
+	vol, err := describeVolume(ctx, s.clients, s.cfg.Region, s.cfg.Credentials, volumeID)
 	if err != nil {
 		return "", err
 	}

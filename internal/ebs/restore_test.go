@@ -117,7 +117,7 @@ func TestCreateVolumeFromSnapshot(t *testing.T) {
 				got = here.serveCreateVolume(tt.createErr)
 			}
 			tt.cfg.RestoreAvailabilityZone = tt.cfg.Region + "b" // the zone choice has its own test
-			id, err := f.snapshotter(tt.cfg).CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", tt.volumeType, "us-east-1a", tt.iops)
+			id, err := newRestorer(f, tt.cfg).CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", tt.volumeType, "us-east-1a", tt.iops)
 			wantErr(t, err, tt.wantErr...)
 			if tt.want == nil || tt.createErr != nil {
 				return
@@ -213,7 +213,7 @@ func TestCreateVolumeRateRefused(t *testing.T) {
 			log, hook := logtest.NewNullLogger()
 			cfg := Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1b",
 				Restore: RestoreConfig{InitializationRate: 300, InitializationFallback: tt.fallback}}
-			id, err := f.snapshotter(cfg, WithLogger(log)).CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "io2", "", nil)
+			id, err := newRestorer(f, cfg, WithLogger(log)).CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "io2", "", nil)
 			wantErr(t, err, tt.wantErr...)
 			if err == nil && id != "vol-0000000e" {
 				t.Errorf("volume %q, want vol-0000000e", id)
@@ -249,7 +249,7 @@ func TestCreateVolumeRateRefused(t *testing.T) {
 
 func TestCreateVolumeFromSnapshotMalformedID(t *testing.T) {
 	f := newFixture(t)
-	_, err := f.snapshotter(Config{Region: srcRegion}).CreateVolumeFromSnapshot(context.Background(), "snap-nope", "gp3", "us-east-1a", nil)
+	_, err := newRestorer(f, Config{Region: srcRegion}).CreateVolumeFromSnapshot(context.Background(), "snap-nope", "gp3", "us-east-1a", nil)
 	wantErr(t, err, `"snap-nope"`)
 }
 
@@ -298,7 +298,7 @@ func TestZoneList(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.dst().serveZones(westZones, tt.zonesErr)
-			s := f.snapshotter(Config{Region: dstRegion})
+			s := newRestorer(f, Config{Region: dstRegion})
 			got, err := s.zoneList(context.Background())
 			wantErr(t, err, tt.wantErr...)
 			if err != nil {
@@ -331,7 +331,7 @@ func TestValidateRestoreZone(t *testing.T) {
 			if !tt.noCall {
 				f.dst().serveZones(westZones, tt.zonesErr)
 			}
-			err := f.snapshotter(Config{Region: dstRegion, RestoreAvailabilityZone: tt.configured}).ValidateRestoreZone(context.Background())
+			err := newRestorer(f, Config{Region: dstRegion, RestoreAvailabilityZone: tt.configured}).ValidateRestoreZone(context.Background())
 			wantErr(t, err, tt.wantErr...)
 		})
 	}
@@ -342,7 +342,7 @@ func TestVolumeZone(t *testing.T) {
 	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, withTags(TagVolumeType, "gp2")))
 	f.src().serveDescribe()
 	f.src().serveCreateVolume(nil)
-	s := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1c"})
+	s := newRestorer(f, Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1c"})
 	id, err := s.CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", "us-east-1a", nil)
 	wantErr(t, err)
 	// A volume this process created is not described.
@@ -365,7 +365,7 @@ func TestCreateVolumeFromSnapshotClusterTags(t *testing.T) {
 		withTags(TagVolumeType, "gp2", "kubernetes.io/cluster/prod", "owned", "KubernetesCluster", "prod", "Name", "data")))
 	f.src().serveDescribe()
 	got := f.src().serveCreateVolume(nil)
-	_, err := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}).
+	_, err := newRestorer(f, Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}).
 		CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", "us-east-1a", nil)
 	wantErr(t, err)
 	tags := map[string]string{}
@@ -424,7 +424,7 @@ func TestCreateVolumeFromSnapshotAnswersLost(t *testing.T) {
 					}
 					return &ec2.DescribeVolumesOutput{Volumes: []types.Volume{{VolumeId: aws.String("vol-0000000e")}}}, nil
 				})
-			s := f.snapshotter(Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}, WithCreatePatience(time.Minute))
+			s := newRestorer(f, Config{Region: srcRegion, RestoreAvailabilityZone: "us-east-1a"}, WithCreatePatience(time.Minute))
 			type result struct {
 				id  string
 				err error
@@ -510,7 +510,7 @@ func TestCreateVolumeFromSnapshotZoneRecordedAtBackup(t *testing.T) {
 			r.serveDescribe()
 			r.serveZones(tt.zones, nil)
 			got := r.serveCreateVolume(nil)
-			s := f.snapshotter(Config{Region: tt.region})
+			s := newRestorer(f, Config{Region: tt.region})
 			_, err := s.CreateVolumeFromSnapshot(context.Background(), "snap-0000000a", "", tt.veleroAZ, nil)
 			wantErr(t, err)
 			if az := aws.ToString((*got).AvailabilityZone); az != tt.want {

@@ -111,7 +111,7 @@ func TestCopySlotsAreTheAccounts(t *testing.T) {
 			if tt.limit != 0 {
 				opts = append(opts, WithCopyLimit(tt.limit))
 			}
-			p, err := reconcile(f.tracker(opts...), len(tt.sources), inProgress)
+			p, err := reconcile(newTracker(f, opts...), len(tt.sources), inProgress)
 			checkProgress(t, p, err, tt.want)
 			if got := m.count("CopySnapshot"); got != tt.requests {
 				t.Errorf("%d CopySnapshot calls, want %d", got, tt.requests)
@@ -133,7 +133,7 @@ func TestCopySlotsCountCopiesNotListedYet(t *testing.T) {
 	f.src().add(readySources(4)...)
 	f.dst().add(othersCopies(17, types.SnapshotStatePending, -time.Hour)...)
 	m := f.serveTracker(map[string][]error{"snap-00000000": {netErr()}})
-	tr := f.tracker()
+	tr := newTracker(f, )
 	p, err := reconcile(tr, 4, inProgress)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies in flight in the account, 3 of this backup)"})
 	if got := m.count("CopySnapshot"); got != 3 {
@@ -182,7 +182,7 @@ func TestCopySlotsListedOncePerReconcile(t *testing.T) {
 	const n = 25
 	f.src().add(readySources(n)...)
 	m := f.serveTracker(nil)
-	tr := f.tracker()
+	tr := newTracker(f, )
 	for round := 1; round <= 2; round++ {
 		for i := 0; i < n; i++ {
 			if _, err := tr.Progress(context.Background(), opID(volN(i)), inProgress); err != nil {

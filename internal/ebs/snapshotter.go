@@ -2,8 +2,6 @@ package ebs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,43 +11,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/awsid"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
-// Snapshotter takes, deletes and restores EBS snapshots for one VolumeSnapshotLocation.
-// CreateSnapshot only starts a snapshot; the Tracker follows it to completion.
+// Snapshotter takes EBS snapshots for one VolumeSnapshotLocation. CreateSnapshot only starts a
+// snapshot; the Tracker follows it to completion.
 type Snapshotter struct {
 	cfg     Config
 	clients ec2api.Regional
 	settings
 
-	mu       sync.Mutex
-	volumes  map[string]types.Volume // described by GetVolumeInfo, reused by CreateSnapshot
-	restored map[string]string       // volume ID -> AZ of the volumes this process created
-	zones    []types.AvailabilityZone
-	// unreturnedGone are the backups (region and UID) whose unreturned snapshots this
-	// process's deletions have deleted: Velero deletes a backup's snapshots one call each, all
-	// after its item phase, so one look-up per backup and process is enough.
-	unreturnedGone map[backupInRegion]bool
+	mu      sync.Mutex
+	volumes map[string]types.Volume // described by GetVolumeInfo, reused by CreateSnapshot
 	// install, when known, tags every snapshot taken (TagInstall).
 	install string
 }
 
-// backupInRegion names one backup's snapshots in one region.
-type backupInRegion struct{ region, uid string }
-
 // NewSnapshotter returns a Snapshotter for the location configured by cfg.
 func NewSnapshotter(cfg Config, clients ec2api.Regional, opts ...Option) *Snapshotter {
-	return &Snapshotter{
-		cfg:      cfg,
-		clients:  clients,
-		settings: newSettings(opts),
-		volumes:  map[string]types.Volume{},
-		restored: map[string]string{},
-
-		unreturnedGone: map[backupInRegion]bool{},
-	}
+	return &Snapshotter{cfg: cfg, clients: clients, settings: newSettings(opts), volumes: map[string]types.Volume{}}
 }
 
 // SetInstall makes the snapshots taken from now on carry TagInstall with the identity id of
@@ -73,28 +53,18 @@ func (s *Snapshotter) GetVolumeInfo(ctx context.Context, volumeID string) (strin
 	return string(vol.VolumeType), iops, nil
 }
 
+// describeVolume describes the volume once per process.
 func (s *Snapshotter) describeVolume(ctx context.Context, volumeID string) (types.Volume, error) {
-	if !awsid.IsVolumeID(volumeID) {
-		return types.Volume{}, fmt.Errorf("%q is not an EBS volume ID", volumeID)
-	}
 	s.mu.Lock()
 	vol, ok := s.volumes[volumeID]
 	s.mu.Unlock()
 	if ok {
 		return vol, nil
 	}
-	c, err := s.clients(ctx, s.cfg.Region)
+	vol, err := describeVolume(ctx, s.clients, s.cfg.Region, s.cfg.Credentials, volumeID)
 	if err != nil {
 		return types.Volume{}, err
 	}
-	out, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{volumeID}})
-	if err == nil && len(out.Volumes) == 0 || ec2api.IsNotFound(err) {
-		return types.Volume{}, fmt.Errorf("volume %s does not exist in %s", volumeID, s.cfg.Region)
-	}
-	if err != nil {
-		return types.Volume{}, fmt.Errorf("describing volume %s in %s with %s: %w", volumeID, s.cfg.Region, s.cfg.Credentials, err)
-	}
-	vol = out.Volumes[0]
 	s.mu.Lock()
 	s.volumes[volumeID] = vol
 	s.mu.Unlock()
@@ -109,8 +79,6 @@ const (
 	concurrentLimitWait = 30 * time.Second
 	// throttleWait follows throttling that outlasted the SDK's own retries.
 	throttleWait = 5 * time.Second
-	// createTokenBytes is the size of a CreateSnapshot call's random token.
-	createTokenBytes = 12
 )
 
 // laterMarks counts the tags the plugin may add to a source snapshot after creating it (the
@@ -360,15 +328,6 @@ func findSnapshot(ctx context.Context, c ec2api.EC2, volumeID, token string) (st
 		return "", nil
 	}
 	return aws.ToString(best.SnapshotId), nil
-}
-
-// newCreateToken returns a random token for one CreateSnapshot call.
-func newCreateToken() (string, error) {
-	b := make([]byte, createTokenBytes)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("drawing a random token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // intentTags are the plugin's own tags on a source snapshot: where its copy and its vault copy

@@ -132,7 +132,7 @@ func TestCreateSnapshotTags(t *testing.T) {
 			f := newFixture(t)
 			f.expectVolume(tt.vol) // once: CreateSnapshot reuses GetVolumeInfo's answer
 			cc := f.serveCreate(nil)
-			s := f.snapshotter(tt.cfg)
+			s := newSnapshotter(f, tt.cfg)
 			if _, _, err := s.GetVolumeInfo(context.Background(), volA); err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +228,7 @@ func TestCreateSnapshotRetries(t *testing.T) {
 			if tt.patience != 0 {
 				opts = append(opts, WithCreatePatience(tt.patience))
 			}
-			s := f.snapshotter(Config{Region: srcRegion}, opts...)
+			s := newSnapshotter(f, Config{Region: srcRegion}, opts...)
 			type result struct {
 				id  string
 				err error
@@ -281,7 +281,7 @@ func TestCreateSnapshotLookupFilter(t *testing.T) {
 			got = in
 			return &ec2.DescribeSnapshotsOutput{Snapshots: []types.Snapshot{snapshot("snap-00000009", volA, types.SnapshotStatePending)}}, nil
 		})
-	id, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
+	id, err := newSnapshotter(f, Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
 	wantErr(t, err)
 	if id != "snap-00000009" {
 		t.Errorf("id %q, want the listed snap-00000009", id)
@@ -307,7 +307,7 @@ func TestCreateSnapshotAmbiguityWindow(t *testing.T) {
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0))
 	cc := f.serveCreate(httpErr(500, "InternalError"), nil)
 	f.src().serveDescribe()
-	s := f.snapshotter(Config{Region: srcRegion}, WithListingLag(30*time.Second))
+	s := newSnapshotter(f, Config{Region: srcRegion}, WithListingLag(30*time.Second))
 	_, ok := onClock(f, time.Hour, func(ctx context.Context) error {
 		_, err := s.CreateSnapshot(ctx, volA, veleroTags)
 		return err
@@ -332,7 +332,7 @@ func TestCreateSnapshotAmbiguousThenPerVolumeRate(t *testing.T) {
 		}
 	}
 	f.src().serveDescribe()
-	s := f.snapshotter(Config{Region: srcRegion})
+	s := newSnapshotter(f, Config{Region: srcRegion})
 	id, ok := onClock(f, time.Hour, func(ctx context.Context) string {
 		id, _ := s.CreateSnapshot(ctx, volA, veleroTags)
 		return id
@@ -355,7 +355,7 @@ func TestCreateSnapshotPatienceWhenLookupFails(t *testing.T) {
 		}
 		return errs
 	}()...)
-	s := f.snapshotter(Config{Region: srcRegion}, WithCreatePatience(2*time.Minute))
+	s := newSnapshotter(f, Config{Region: srcRegion}, WithCreatePatience(2*time.Minute))
 	err, ok := onClock(f, 30*time.Minute, func(ctx context.Context) error {
 		_, err := s.CreateSnapshot(ctx, volA, veleroTags)
 		return err
@@ -379,7 +379,7 @@ func TestCreateSnapshotLeavesRoomForCopyMark(t *testing.T) {
 	}
 	f.expectVolume(volume(types.VolumeTypeGp3, 3000, 125, kv...))
 	cc := f.serveCreate(nil)
-	_, err := f.snapshotter(copyConfig()).CreateSnapshot(context.Background(), volA, veleroTags)
+	_, err := newSnapshotter(f, copyConfig()).CreateSnapshot(context.Background(), volA, veleroTags)
 	wantErr(t, err)
 	if n := len(cc.ins[0].TagSpecifications[0].Tags); n > maxTags-1 {
 		t.Errorf("%d tags on a source that will be copied; want at most %d", n, maxTags-1)
@@ -391,7 +391,7 @@ func TestCreateSnapshotIgnoresPluginKeysFromVolume(t *testing.T) {
 	f := newFixture(t)
 	f.expectVolume(volume(types.VolumeTypeGp2, 100, 0, TagSourceSnapshotID, "snap-0000abcd", TagCopyToRegion, "eu-west-1"))
 	cc := f.serveCreate(nil)
-	_, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
+	_, err := newSnapshotter(f, Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
 	wantErr(t, err)
 	got := tagMap(cc.ins[0].TagSpecifications[0].Tags)
 	for _, k := range []string{TagSourceSnapshotID, TagCopyToRegion} {
@@ -424,7 +424,7 @@ func TestCreateSnapshotRefusesOutpostVolumes(t *testing.T) {
 			if !tt.refused {
 				f.serveCreate(nil)
 			}
-			s := f.snapshotter(copyConfig())
+			s := newSnapshotter(f, copyConfig())
 			if tt.viaInfo {
 				if _, _, err := s.GetVolumeInfo(context.Background(), volA); err != nil {
 					t.Fatalf("GetVolumeInfo: %v", err)
@@ -481,7 +481,7 @@ func TestGetVolumeInfo(t *testing.T) {
 				}
 				f.src().m.EXPECT().DescribeVolumes(gomock.Any(), gomock.Any(), gomock.Any()).Return(out, tt.err)
 			}
-			typ, iops, err := f.snapshotter(Config{Region: srcRegion}).GetVolumeInfo(context.Background(), tt.id)
+			typ, iops, err := newSnapshotter(f, Config{Region: srcRegion}).GetVolumeInfo(context.Background(), tt.id)
 			wantErr(t, err, tt.wantErr...)
 			if typ != tt.wantType || aws.ToInt64(iops) != tt.wantIOPS || (iops == nil) != (tt.wantIOPS == 0) {
 				t.Errorf("got %q, %v; want %q, %d", typ, iops, tt.wantType, tt.wantIOPS)

@@ -35,7 +35,7 @@ func TestProgressCopyMarkUnauthorized(t *testing.T) {
 				func(context.Context, *ec2.CreateTagsInput, ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
 					return nil, tc.err
 				})
-			p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+			p, err := newTracker(f, ).Progress(context.Background(), opID(volA), inProgress)
 			checkProgress(t, p, err, tc.want)
 		})
 	}

@@ -275,7 +275,7 @@ func TestProgress(t *testing.T) {
 			f.src().failNext(tt.eastFails...)
 			f.dst().failNext(tt.westFails...)
 			m := f.serveTracker(map[string][]error{"snap-0000000a": tt.copyAnswers})
-			p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+			p, err := newTracker(f, ).Progress(context.Background(), opID(volA), inProgress)
 			checkProgress(t, p, err, tt.want)
 			if tt.want.total != 0 && !p.Started.Equal(t0.Add(tt.start)) {
 				t.Errorf("Started %v, want the snapshot's start %v", p.Started, t0.Add(tt.start))
@@ -300,7 +300,7 @@ func TestProgressPhases(t *testing.T) {
 	f := newFixture(t)
 	f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStatePending, toDest(), progress("60%")))
 	m := f.serveTracker(nil)
-	tr := f.tracker()
+	tr := newTracker(f, )
 	step := func(mutate func()) velero.OperationProgress {
 		f.clk.Step(10 * time.Second) // the next reconcile
 		mutate()
@@ -344,7 +344,7 @@ func TestProgressPhases(t *testing.T) {
 func TestProgressMalformedOperationID(t *testing.T) {
 	f := newFixture(t) // no EC2 call expected
 	for _, id := range []string{"", "ebs:v1:us-east-1:vol-x:1", "other:thing"} {
-		if _, err := f.tracker().Progress(context.Background(), id, inProgress); err == nil {
+		if _, err := newTracker(f, ).Progress(context.Background(), id, inProgress); err == nil {
 			t.Errorf("no error for operation ID %q", id)
 		}
 	}
@@ -355,7 +355,7 @@ func TestProgressDefiniteDescribeError(t *testing.T) {
 	f := newFixture(t)
 	f.src().failNext(httpErr(403, "UnauthorizedOperation"))
 	f.serveTracker(nil)
-	p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+	p, err := newTracker(f, ).Progress(context.Background(), opID(volA), inProgress)
 	checkProgress(t, p, err, want{completed: true, errTxt: "UnauthorizedOperation"})
 }
 
@@ -412,7 +412,7 @@ func TestProgressNoSnapshotOnlyOnThisBackupsEvidence(t *testing.T) {
 			f.src().add(tt.listed...)
 			f.serveTracker(nil)
 			f.clk.Step(tt.elapsed)
-			p, err := f.tracker().Progress(context.Background(), opID(volA), tt.backup)
+			p, err := newTracker(f, ).Progress(context.Background(), opID(volA), tt.backup)
 			w := map[int]want{
 				wait:   {desc: "waiting for EC2 to list the snapshot of volume " + volA + " in us-east-1"},
 				done:   {completed: true, desc: "no native snapshot of volume " + volA + " was taken"},
@@ -436,7 +436,7 @@ func TestProgressCache(t *testing.T) {
 				f.src().add(s)
 			}
 			f.serveTracker(nil)
-			tr := f.tracker()
+			tr := newTracker(f, )
 			wantWest := map[bool]int{false: 0, true: 1}[withCopy]
 			for round := 1; round <= 2; round++ {
 				for i := 0; i < 10; i++ {
@@ -463,7 +463,7 @@ func TestProgressFillsCopySlots(t *testing.T) {
 		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(time.Duration(i)*time.Minute)))
 	}
 	m := f.serveTracker(nil)
-	tr := f.tracker()
+	tr := newTracker(f, )
 	p, err := reconcile(tr, n, inProgress)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for a copy slot in us-west-2 (20 copies of this backup in flight, EC2's limit)"})
 	if got := m.count("CopySnapshot"); got != 20 {
@@ -502,7 +502,7 @@ func TestProgressQueuedAsksOncePerReconcile(t *testing.T) {
 		}
 	}
 	m := f.serveTracker(answers)
-	tr := f.tracker()
+	tr := newTracker(f, )
 	for i := 0; i < 5; i++ {
 		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
 		checkProgress(t, p, err, want{n: 100, total: 200, desc: "queued"})
@@ -521,11 +521,11 @@ func TestProgressAmbiguousCopy(t *testing.T) {
 			f := newFixture(t)
 			f.src().add(snapshot("snap-0000000a", volA, types.SnapshotStateCompleted, toDest()))
 			m := f.serveTracker(map[string][]error{"snap-0000000a": {netErr()}})
-			tr := f.tracker()
+			tr := newTracker(f, )
 			progress := func(w want) {
 				t.Helper()
 				if restart {
-					tr = f.tracker()
+					tr = newTracker(f, )
 				}
 				p, err := tr.Progress(context.Background(), opID(volA), inProgress)
 				checkProgress(t, p, err, w)
@@ -589,7 +589,7 @@ func TestCancel(t *testing.T) {
 			if id == "" {
 				id = opID(volA)
 			}
-			err := f.tracker().Cancel(context.Background(), id, inProgress)
+			err := newTracker(f, ).Cancel(context.Background(), id, inProgress)
 			wantErr(t, err, tt.wantErr...)
 			if len(f.src().deleted) != 0 {
 				t.Errorf("deleted %v in the source region; the source belongs to the backup", f.src().deleted)
@@ -611,7 +611,7 @@ func TestNoAnswerAsTheSDKReportsIt(t *testing.T) {
 		cc := f.serveCreate(sdkNoAnswer())
 		cc.madeDespite[0] = true
 		f.src().serveDescribe()
-		id, err := f.snapshotter(Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
+		id, err := newSnapshotter(f, Config{Region: srcRegion}).CreateSnapshot(context.Background(), volA, veleroTags)
 		if err != nil || id != "snap-00000001" {
 			t.Errorf("got %q, %v; want the snapshot the unanswered request made", id, err)
 		}
@@ -621,14 +621,14 @@ func TestNoAnswerAsTheSDKReportsIt(t *testing.T) {
 		f.src().add(done)
 		f.src().failNext(sdkNoAnswer())
 		f.serveTracker(nil)
-		p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+		p, err := newTracker(f, ).Progress(context.Background(), opID(volA), inProgress)
 		checkProgress(t, p, err, want{desc: "connection reset"})
 	})
 	t.Run("CopySnapshot", func(t *testing.T) {
 		f := newFixture(t)
 		f.src().add(done)
 		f.serveTracker(map[string][]error{"snap-0000000a": {sdkNoAnswer()}})
-		p, err := f.tracker().Progress(context.Background(), opID(volA), inProgress)
+		p, err := newTracker(f, ).Progress(context.Background(), opID(volA), inProgress)
 		checkProgress(t, p, err, want{n: 100, total: 200, desc: "requested; waiting for EC2 to list it"})
 	})
 }
@@ -646,7 +646,7 @@ func TestProgressPacesCopiesAtEC2sRate(t *testing.T) {
 		f.src().add(snapshot(fmt.Sprintf("snap-%08x", i), volN(i), types.SnapshotStateCompleted, toDest(), startedAt(-time.Hour)))
 	}
 	m := f.serveTracker(nil)
-	p, err := reconcile(f.tracker(), 60, inProgress)
+	p, err := reconcile(newTracker(f, ), 60, inProgress)
 	checkProgress(t, p, err, want{n: 100, total: 200, desc: "waiting for EC2's CopySnapshot request rate in us-west-2 (50 copies started in the last 10s; 5 copies in flight in the account, 5 of this backup)"})
 	if got := m.count("CopySnapshot"); got != 5 {
 		t.Errorf("%d CopySnapshot calls, want the 5 EC2's rate allows", got)
@@ -662,7 +662,7 @@ func TestProgressCachesAFailedDescription(t *testing.T) {
 	}
 	f.src().failNext(httpErr(503, ec2api.CodeRequestLimitExceeded))
 	f.serveTracker(nil)
-	tr := f.tracker()
+	tr := newTracker(f, )
 	for i := 0; i < 5; i++ {
 		p, err := tr.Progress(context.Background(), opID(volN(i)), inProgress)
 		checkProgress(t, p, err, want{desc: "waiting for EC2"})
@@ -712,7 +712,7 @@ func TestAFillNeverCopiesAFailedOperationsSource(t *testing.T) {
 			f := newFixture(t)
 			f.src().add(tt.first, other)
 			m := f.serveTracker(tt.answers)
-			p, err := f.tracker().Progress(context.Background(), opID(volN(1)), inProgress)
+			p, err := newTracker(f, ).Progress(context.Background(), opID(volN(1)), inProgress)
 			checkProgress(t, p, err, want{n: 100, total: 200, desc: "copy snap-c"})
 			var got []string
 			for _, in := range m.copies {

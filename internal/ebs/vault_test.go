@@ -165,7 +165,7 @@ func TestDeletingABackupKeepsLockedVaultCopies(t *testing.T) {
 			cfg := vaultConfig(tt.lock)
 			cfg.Vault.RetainOnDelete = tt.retain
 			srcID := completedVaultBackup(t, w, cfg)
-			s := ebs.NewSnapshotter(cfg, w.Source, w.Options()...)
+			s := ebs.NewDeleter(cfg, w.Source, w.Options()...)
 			if err := s.DeleteSnapshot(context.Background(), srcID); err != nil {
 				t.Fatalf("DeleteSnapshot: %v (a kept vault copy is no failure)", err)
 			}

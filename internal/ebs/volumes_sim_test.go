@@ -48,7 +48,7 @@ func TestRestoreWaitingForInitializationShowsEC2sFigureThroughThreeThrottles(t *
 			if err != nil {
 				t.Fatal(err)
 			}
-			volID, err := ebs.NewSnapshotter(cfg, a.Source, a.Options()...).CreateVolumeFromSnapshot(context.Background(), snapID, "gp3", region+"a", nil)
+			volID, err := ebs.NewRestorer(cfg, a.Source, a.Options()...).CreateVolumeFromSnapshot(context.Background(), snapID, "gp3", region+"a", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

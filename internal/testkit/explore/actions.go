@@ -187,19 +187,19 @@ const (
 
 // deleter is the VolumeSnapshotter a deletion of kind runs in, and whether it reaches every
 // piece of the backup (the restore-from-vault location cannot reach the source account).
-func (w *world) deleter(kind deletionKind) (s *ebs.Snapshotter, reachesAll bool) {
+func (w *world) deleter(kind deletionKind) (s *ebs.Deleter, reachesAll bool) {
 	switch kind {
 	case deleteByRecovery:
 		// As the README's disaster-recovery setup and the e2e drill have it: the copy region,
 		// copying back to the source region.
 		cfg := w.cfg
 		cfg.Region, cfg.CopyToRegion = copyRegion, sourceRegion
-		return w.newSnapshotter(cfg, w.regional("recovery", sourceAccount, true), false), true
+		return ebs.NewDeleter(cfg, w.regional("recovery", sourceAccount, true), w.locationOptions(cfg, false)...), true
 	case deleteByVaultRecovery:
 		cfg, _ := ebs.ParseConfig(map[string]string{ebs.ConfigRegion: w.setup.vaultRegion})
-		return ebs.NewSnapshotter(cfg, w.regional("vault-recovery", vaultAccount, true), w.options()...), false
+		return ebs.NewDeleter(cfg, w.regional("vault-recovery", vaultAccount, true), w.options()...), false
 	}
-	return w.newSnapshotter(w.cfg, w.regional("source", sourceAccount, true), false), true
+	return ebs.NewDeleter(w.cfg, w.regional("source", sourceAccount, true), w.locationOptions(w.cfg, false)...), true
 }
 
 // deleteBackup is a deletion of the backup: DeleteSnapshot of every snapshot Velero recorded.

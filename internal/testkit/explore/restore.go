@@ -117,13 +117,13 @@ func (w *world) restorable() []int {
 
 // restorer is the VolumeSnapshotter of the restore in region: the source cluster's location, or
 // a recovery cluster's location of the same name in the copy region.
-func (w *world) restorer(region string) *ebs.Snapshotter {
+func (w *world) restorer(region string) *ebs.Restorer {
 	if s, ok := w.restorers[region]; ok {
 		return s
 	}
 	cfg := w.cfg
 	cfg.Region, cfg.CopyToRegion = region, ""
-	s := w.newSnapshotter(cfg, w.regional("restore", sourceAccount, true), false)
+	s := ebs.NewRestorer(cfg, w.regional("restore", sourceAccount, true), w.locationOptions(cfg, false)...)
 	w.restorers[region] = s
 	return s
 }

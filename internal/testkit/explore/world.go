@@ -260,7 +260,7 @@ type world struct {
 	volumes   []string
 	otherVols []string
 	// restorers are the restores' VolumeSnapshotters by region; restores their calls.
-	restorers map[string]*ebs.Snapshotter
+	restorers map[string]*ebs.Restorer
 	restores  []restoreCall
 	// restoredFor is the PV each volume made from a snapshot was restored for, judged when
 	// first seen ("" when it was made from something else).
@@ -301,10 +301,10 @@ func newWorld(s setup) (*world, error) {
 		setup: s, cfg: cfg, clk: clk, sim: ec2sim.New(simCfg, ec2sim.WithClock(clk)), log: log,
 		clients: map[string]*ec2.Client{}, down: map[string]bool{}, hookAt: -1,
 		foreign: map[string]foreignSnapshot{}, locked: map[string]bool{}, retained: map[string]bool{},
-		restorers: map[string]*ebs.Snapshotter{}, restoredFor: map[string]string{},
+		restorers: map[string]*ebs.Restorer{}, restoredFor: map[string]string{},
 	}
 	w.handoff = ebs.NewHandoff(clk)
-	w.snapshotter = w.newSnapshotter(cfg, w.regional("source", sourceAccount, true), true)
+	w.snapshotter = ebs.NewSnapshotter(cfg, w.regional("source", sourceAccount, true), w.locationOptions(cfg, true)...)
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
 		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}
@@ -352,8 +352,8 @@ func (w *world) vaultClients() ec2api.Regional {
 	return w.regional("vault", w.setup.vaultCredsOf, true)
 }
 
-// newSnapshotter is a plugin process's VolumeSnapshotter for cfg reaching EC2 through clients.
-func (w *world) newSnapshotter(cfg ebs.Config, clients ec2api.Regional, withHandoff bool) *ebs.Snapshotter {
+// locationOptions are a plugin process's options for a location of config cfg.
+func (w *world) locationOptions(cfg ebs.Config, withHandoff bool) []ebs.Option {
 	opts := w.options()
 	if withHandoff {
 		opts = append(opts, ebs.WithHandoff(w.handoff))
@@ -361,7 +361,7 @@ func (w *world) newSnapshotter(cfg ebs.Config, clients ec2api.Regional, withHand
 	if cfg.Vault.Enabled() {
 		opts = append(opts, ebs.WithVaultClients(w.vaultClients()))
 	}
-	return ebs.NewSnapshotter(cfg, clients, opts...)
+	return opts
 }
 
 // newTracker is a fresh plugin process's Tracker: nothing in memory.

@@ -53,7 +53,7 @@ func vaultRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 		if lock.Mode != "" {
 			continue
 		}
-		s := ebs.NewSnapshotter(cfg, a.Source, a.Options()...)
+		s := ebs.NewDeleter(cfg, a.Source, a.Options()...)
 		if err := s.DeleteSnapshot(context.Background(), srcID); err != nil {
 			problems = append(problems, "deletion: "+err.Error())
 		}
