@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 var now = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
@@ -91,7 +92,7 @@ func TestSnapshotProgressActionExecute(t *testing.T) {
 				}
 				return
 			}
-			want := ebs.Operation{Region: tt.wantOp, VolumeID: vol, Issued: now, PV: "pv-1"}.String()
+			want := model.Operation{Region: tt.wantOp, VolumeID: vol, Issued: now, PV: "pv-1"}.String()
 			if opID != want {
 				t.Errorf("operation %q, want %q", opID, want)
 			}
@@ -141,7 +142,7 @@ func TestVolumeRestoreActionExecute(t *testing.T) {
 			}
 			want := ""
 			if tt.wantOp != "" {
-				want = ebs.VolumeOperation{Operation: ebs.Operation{Region: tt.wantOp, VolumeID: newVol, Issued: now}}.String()
+				want = model.VolumeOperation{Operation: model.Operation{Region: tt.wantOp, VolumeID: newVol, Issued: now}}.String()
 			}
 			if out.OperationID != want {
 				t.Errorf("operation %q, want %q", out.OperationID, want)

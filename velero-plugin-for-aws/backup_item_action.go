@@ -12,14 +12,16 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 
 // SnapshotProgressAction is the BackupItemAction v2 velero-async.io/aws-snapshot-progress. For
 // every EBS PV that Velero will snapshot natively it opens an operation; Velero then keeps the
 // backup in WaitingForPluginOperations until the snapshot and its copy are usable.
 type SnapshotProgressAction struct {
-	tracker *ebs.Tracker
+	tracker *tracking.Tracker
 	handoff *ebs.Handoff
 	clock   clock.Clock
 	log     logrus.FieldLogger
@@ -27,12 +29,12 @@ type SnapshotProgressAction struct {
 
 // NewSnapshotProgressAction returns the action, following snapshots through tracker and
 // handing each backup's UID to the volume snapshotter through handoff.
-func NewSnapshotProgressAction(tracker *ebs.Tracker, handoff *ebs.Handoff, clk clock.Clock, log logrus.FieldLogger) *SnapshotProgressAction {
+func NewSnapshotProgressAction(tracker *tracking.Tracker, handoff *ebs.Handoff, clk clock.Clock, log logrus.FieldLogger) *SnapshotProgressAction {
 	return &SnapshotProgressAction{tracker: tracker, handoff: handoff, clock: clk, log: log}
 }
 
 // Name is unused: Velero names the action by its registration.
-func (a *SnapshotProgressAction) Name() string { return ebs.BackupItemActionName }
+func (a *SnapshotProgressAction) Name() string { return model.BackupItemActionName }
 
 // AppliesTo selects PersistentVolumes.
 func (a *SnapshotProgressAction) AppliesTo() (velero.ResourceSelector, error) {
@@ -55,28 +57,28 @@ func (a *SnapshotProgressAction) Execute(item runtime.Unstructured, backup *vele
 }
 
 // operation returns the PV's snapshot operation, or why there is none.
-func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *velerov1.Backup) (ebs.Operation, string) {
+func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *velerov1.Backup) (model.Operation, string) {
 	switch backup.Status.Phase {
 	case velerov1.BackupPhaseFinalizing, velerov1.BackupPhaseFinalizingPartiallyFailed:
-		return ebs.Operation{}, "the backup is finalizing"
+		return model.Operation{}, "the backup is finalizing"
 	}
 	if backup.Spec.SnapshotVolumes != nil && !*backup.Spec.SnapshotVolumes {
-		return ebs.Operation{}, "the backup does not snapshot volumes"
+		return model.Operation{}, "the backup does not snapshot volumes"
 	}
 	vol, kind, err := pv.Parse(item)
 	csiPath := features.IsEnabled(velerov1.CSIFeatureFlag)
 	switch {
 	case err != nil:
 		a.log.WithError(err).Warn("Not tracking a snapshot for a malformed EBS persistent volume")
-		return ebs.Operation{}, err.Error()
+		return model.Operation{}, err.Error()
 	case kind == pv.UnknownCSIDriver && !csiPath:
 		a.log.Warnf("Persistent volume %s uses CSI driver %s, which this plugin does not know; its volume %s is not snapshotted by this plugin",
 			vol.Name, vol.Driver, vol.VolumeID)
-		return ebs.Operation{}, "unknown CSI driver " + vol.Driver
+		return model.Operation{}, "unknown CSI driver " + vol.Driver
 	case kind != pv.EBS:
-		return ebs.Operation{}, "not an EBS volume"
+		return model.Operation{}, "not an EBS volume"
 	case vol.CSI() && csiPath:
-		return ebs.Operation{}, "CSI volumes go through Velero's CSI path"
+		return model.Operation{}, "CSI volumes go through Velero's CSI path"
 	}
 	region := vol.Region
 	for _, env := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
@@ -86,9 +88,9 @@ func (a *SnapshotProgressAction) operation(item runtime.Unstructured, backup *ve
 	}
 	if region == "" {
 		a.log.Warnf("Persistent volume %s names no zone or region, and AWS_REGION is unset: its snapshot will not be tracked", vol.Name)
-		return ebs.Operation{}, "no region"
+		return model.Operation{}, "no region"
 	}
-	return ebs.Operation{Region: region, VolumeID: vol.VolumeID, Issued: a.clock.Now(), PV: vol.Name}, ""
+	return model.Operation{Region: region, VolumeID: vol.VolumeID, Issued: a.clock.Now(), PV: vol.Name}, ""
 }
 
 // Progress reports the snapshot and its copy, within ec2api.ItemActionCallTimeout.

@@ -14,7 +14,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/clientmgmt"
 	"github.com/vmware-tanzu/velero/pkg/plugin/clientmgmt/process"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
@@ -83,7 +83,7 @@ func TestRestoreSignsWithTheCredentialsInitWasHanded(t *testing.T) {
 	m := clientmgmt.NewManager(log, logrus.InfoLevel, registry)
 	defer m.CleanupClients()
 	shared := filepath.Join(t.TempDir(), "aws-account-a") // both Secrets' file, as Velero names it
-	config := map[string]string{ebs.ConfigRegion: region, ebs.ConfigCredentialsFile: shared}
+	config := map[string]string{model.ConfigRegion: region, model.ConfigCredentialsFile: shared}
 	restores := []struct {
 		account  string
 		key      ec2sim.AccessKey
@@ -97,7 +97,7 @@ func TestRestoreSignsWithTheCredentialsInitWasHanded(t *testing.T) {
 		if err := os.WriteFile(shared, r.key.CredentialsFile(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		vs, err := m.GetVolumeSnapshotter(ebs.VolumeSnapshotterName)
+		vs, err := m.GetVolumeSnapshotter(model.VolumeSnapshotterName)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
@@ -26,19 +26,19 @@ func TestPluginBinaryServesItsPlugins(t *testing.T) {
 	if err := registry.DiscoverPlugins(); err != nil {
 		t.Fatalf("discovering plugins: %v", err)
 	}
-	if _, err := registry.Get(common.PluginKindVolumeSnapshotter, ebs.VolumeSnapshotterName); err != nil {
+	if _, err := registry.Get(common.PluginKindVolumeSnapshotter, model.VolumeSnapshotterName); err != nil {
 		t.Errorf("volume snapshotter not registered: %v", err)
 	}
-	if _, err := registry.Get(common.PluginKindBackupItemActionV2, ebs.BackupItemActionName); err != nil {
+	if _, err := registry.Get(common.PluginKindBackupItemActionV2, model.BackupItemActionName); err != nil {
 		t.Errorf("backup item action v2 not registered: %v", err)
 	}
-	if _, err := registry.Get(common.PluginKindRestoreItemActionV2, ebs.RestoreItemActionName); err != nil {
+	if _, err := registry.Get(common.PluginKindRestoreItemActionV2, model.RestoreItemActionName); err != nil {
 		t.Errorf("restore item action v2 not registered: %v", err)
 	}
 	m := clientmgmt.NewManager(log, logrus.InfoLevel, registry)
 	defer m.CleanupClients()
 
-	vs, err := m.GetVolumeSnapshotter(ebs.VolumeSnapshotterName)
+	vs, err := m.GetVolumeSnapshotter(model.VolumeSnapshotterName)
 	if err != nil {
 		t.Fatalf("getting the volume snapshotter: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestPluginBinaryServesItsPlugins(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"copyToRegoin"`) {
 		t.Errorf("Init with a misspelt key: got %v, want an error naming the key", err)
 	}
-	if vs, err = m.GetVolumeSnapshotter(ebs.VolumeSnapshotterName); err != nil {
+	if vs, err = m.GetVolumeSnapshotter(model.VolumeSnapshotterName); err != nil {
 		t.Fatalf("getting the volume snapshotter again: %v", err)
 	}
 	if err := vs.Init(map[string]string{"region": "us-east-1", "copyToRegion": "us-west-2"}); err != nil {
@@ -62,7 +62,7 @@ func TestPluginBinaryServesItsPlugins(t *testing.T) {
 		t.Errorf("GetVolumeID = %q, %v", id, err)
 	}
 
-	bia, err := m.GetBackupItemActionV2(ebs.BackupItemActionName)
+	bia, err := m.GetBackupItemActionV2(model.BackupItemActionName)
 	if err != nil {
 		t.Fatalf("getting the backup item action: %v", err)
 	}
@@ -71,7 +71,7 @@ func TestPluginBinaryServesItsPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
 	}
-	op, err := ebs.ParseOperationID(opID)
+	op, err := model.ParseOperationID(opID)
 	if err != nil || op.Region != "us-east-1" || op.VolumeID != "vol-0123456789abcdef0" {
 		t.Errorf("Execute returned operation %q (%+v, %v), want one for vol-0123456789abcdef0 in us-east-1", opID, op, err)
 	}

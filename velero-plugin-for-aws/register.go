@@ -11,6 +11,9 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/restoring"
+	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 
 // installUserAgent is the user agent of the read of this install's identity.
@@ -28,7 +31,7 @@ func Register(server framework.Server, clients *ec2api.Factory) framework.Server
 	resolver := func(log logrus.FieldLogger) *location.Resolver {
 		once.Do(func() {
 			shared = location.New(
-				location.WithProvider(ebs.VolumeSnapshotterName),
+				location.WithProvider(model.VolumeSnapshotterName),
 				location.WithDefaultLocations(server.GetConfig().DefaultVolumeSnapshotLocations.Data()))
 		})
 		return shared.WithLogger(log)
@@ -48,18 +51,18 @@ func Register(server framework.Server, clients *ec2api.Factory) framework.Server
 	locator := func(log logrus.FieldLogger) ebs.Locator { return ebs.NewLocator(resolver(log), clients) }
 	defaults := clients.ForCredentials(ec2api.Credentials{})
 	return server.
-		RegisterVolumeSnapshotter(ebs.VolumeSnapshotterName, func(log logrus.FieldLogger) (any, error) {
+		RegisterVolumeSnapshotter(model.VolumeSnapshotterName, func(log logrus.FieldLogger) (any, error) {
 			vault := func(ctx context.Context, config map[string]string) (*ec2api.Credentials, error) {
 				return resolver(log).VaultCredentials(ctx, "", config)
 			}
 			return NewVolumeSnapshotter(clients, handoff, vault, log).TagInstall(install), nil
 		}).
-		RegisterBackupItemActionV2(ebs.BackupItemActionName, func(log logrus.FieldLogger) (any, error) {
-			tracker := ebs.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
+		RegisterBackupItemActionV2(model.BackupItemActionName, func(log logrus.FieldLogger) (any, error) {
+			tracker := tracking.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
 			return NewSnapshotProgressAction(tracker, handoff, clock.RealClock{}, log), nil
 		}).
-		RegisterRestoreItemActionV2(ebs.RestoreItemActionName, func(log logrus.FieldLogger) (any, error) {
-			watcher := ebs.NewVolumeWatcher(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
+		RegisterRestoreItemActionV2(model.RestoreItemActionName, func(log logrus.FieldLogger) (any, error) {
+			watcher := restoring.NewVolumeWatcher(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
 			return NewVolumeRestoreAction(watcher, clock.RealClock{}, log), nil
 		})
 }

@@ -6,27 +6,28 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 	"k8s.io/utils/clock"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+	"github.com/velero-async/velero-plugin-for-aws/internal/restoring"
 )
 
 // VolumeRestoreAction is the RestoreItemAction v2 velero-async.io/aws-volume-restore. For every
 // PV that Velero restored from a snapshot it opens an operation, so the restore is not Completed
 // before the new volume is usable.
 type VolumeRestoreAction struct {
-	watcher *ebs.VolumeWatcher
+	watcher *restoring.VolumeWatcher
 	clock   clock.Clock
 	log     logrus.FieldLogger
 }
 
 // NewVolumeRestoreAction returns the action, following volumes through watcher.
-func NewVolumeRestoreAction(watcher *ebs.VolumeWatcher, clk clock.Clock, log logrus.FieldLogger) *VolumeRestoreAction {
+func NewVolumeRestoreAction(watcher *restoring.VolumeWatcher, clk clock.Clock, log logrus.FieldLogger) *VolumeRestoreAction {
 	return &VolumeRestoreAction{watcher: watcher, clock: clk, log: log}
 }
 
 // Name is unused: Velero names the action by its registration.
-func (a *VolumeRestoreAction) Name() string { return ebs.RestoreItemActionName }
+func (a *VolumeRestoreAction) Name() string { return model.RestoreItemActionName }
 
 // AppliesTo selects PersistentVolumes.
 func (a *VolumeRestoreAction) AppliesTo() (velero.ResourceSelector, error) {
@@ -51,7 +52,7 @@ func (a *VolumeRestoreAction) Execute(input *velero.RestoreItemActionExecuteInpu
 		a.log.Warnf("Restored persistent volume %s names no zone or region: not waiting for volume %s", restored.Name, restored.VolumeID)
 		return out, nil
 	}
-	op := ebs.VolumeOperation{Operation: ebs.Operation{Region: region, VolumeID: restored.VolumeID, Issued: a.clock.Now()}}
+	op := model.VolumeOperation{Operation: model.Operation{Region: region, VolumeID: restored.VolumeID, Issued: a.clock.Now()}}
 	out.OperationID = op.String()
 	return out, nil
 }

@@ -8,9 +8,13 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/deleting"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
+	"github.com/velero-async/velero-plugin-for-aws/internal/restoring"
+	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 
 // VolumeSnapshotter is the VolumeSnapshotLocation provider velero-async.io/aws.
@@ -22,9 +26,9 @@ type VolumeSnapshotter struct {
 	config  map[string]string
 	creds   ec2api.Credentials // the location's, as the last Init read them
 	// The location's jobs, made by the last Init.
-	snapshots *ebs.Snapshotter
-	deleter   *ebs.Deleter
-	restorer  *ebs.Restorer
+	snapshots *tracking.Snapshotter
+	deleter   *deleting.Deleter
+	restorer  *restoring.Restorer
 	install   func() string // this install's identity, for ebs.TagInstall; nil: none
 }
 
@@ -52,7 +56,7 @@ func (v *VolumeSnapshotter) TagInstall(install func() string) *VolumeSnapshotter
 // snapshotter's clients keyed by it, whatever the path holds later. The same config and content
 // keep the snapshotter, and with it what it learnt from EC2.
 func (v *VolumeSnapshotter) Init(config map[string]string) error {
-	cfg, err := ebs.ParseConfig(config)
+	cfg, err := model.ParseConfig(config)
 	if err != nil {
 		return err
 	}
@@ -81,15 +85,15 @@ func (v *VolumeSnapshotter) Init(config map[string]string) error {
 	ctx, cancel := callContext(ec2api.SnapshotterCallTimeout)
 	defer cancel()
 	clients := v.clients.ForCredentials(cfg.Credentials)
-	restorer := ebs.NewRestorer(cfg, clients, opts...)
+	restorer := restoring.NewRestorer(cfg, clients, opts...)
 	if err := restorer.ValidateRestoreZone(ctx); err != nil {
 		return err
 	}
-	snapshots := ebs.NewSnapshotter(cfg, clients, opts...)
+	snapshots := tracking.NewSnapshotter(cfg, clients, opts...)
 	if v.install != nil {
 		snapshots.SetInstall(v.install())
 	}
-	v.snapshots, v.deleter, v.restorer = snapshots, ebs.NewDeleter(cfg, clients, opts...), restorer
+	v.snapshots, v.deleter, v.restorer = snapshots, deleting.NewDeleter(cfg, clients, opts...), restorer
 	v.config, v.creds = maps.Clone(config), cfg.Credentials
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // Defaults of the audit's judgement.
@@ -110,7 +110,7 @@ func index(w World) view {
 		v.locations[l.Name] = l
 	}
 	for _, s := range w.Snapshots {
-		if src := s.Tags[ebs.TagSourceSnapshotID]; src != "" {
+		if src := s.Tags[model.TagSourceSnapshotID]; src != "" {
 			v.copies[src] = append(v.copies[src], s)
 		} else if s.Kind == KindSource {
 			v.sources[s.ID] = s
@@ -165,11 +165,11 @@ type wants struct {
 func wanted(src *Snapshot, loc Location) []wants {
 	var out []wants
 	if src != nil {
-		if r := src.Tags[ebs.TagCopyToRegion]; r != "" {
+		if r := src.Tags[model.TagCopyToRegion]; r != "" {
 			out = append(out, wants{kind: KindCopy, region: r})
 		}
-		if a := src.Tags[ebs.TagVaultAccount]; a != "" {
-			out = append(out, wants{kind: KindVault, account: a, region: src.Tags[ebs.TagVaultRegion], lock: src.Tags[ebs.TagVaultLock] != ""})
+		if a := src.Tags[model.TagVaultAccount]; a != "" {
+			out = append(out, wants{kind: KindVault, account: a, region: src.Tags[model.TagVaultRegion], lock: src.Tags[model.TagVaultLock] != ""})
 		}
 		return out
 	}
@@ -426,9 +426,9 @@ func (v view) orphans(w World, o Options, rep *Report) {
 		if !ok {
 			continue
 		}
-		orphan := Orphan{ID: s.ID, Kind: s.Kind, Account: s.Account, Region: s.Region, Backup: s.Tags[ebs.TagBackup],
+		orphan := Orphan{ID: s.ID, Kind: s.Kind, Account: s.Account, Region: s.Region, Backup: s.Tags[model.TagBackup],
 			Why: why, Age: w.Now.Sub(s.Started), Bytes: s.Bytes, Tier: s.Tier, MonthlyCost: cost(s, o.Prices)}
-		install := s.Tags[ebs.TagInstall]
+		install := s.Tags[model.TagInstall]
 		switch {
 		case install == "":
 			rep.Unknown = append(rep.Unknown, orphan)
@@ -436,11 +436,11 @@ func (v view) orphans(w World, o Options, rep *Report) {
 		case install != w.Install || w.Install == "":
 			rep.OtherInstalls++
 			continue
-		case s.Kind == KindVault && s.Tags[ebs.TagVaultRetainOnDelete] == "true":
+		case s.Kind == KindVault && s.Tags[model.TagVaultRetainOnDelete] == "true":
 			orphan.Refusal = "kept by vaultRetainOnDelete"
 			rep.Kept = append(rep.Kept, orphan)
 			continue
-		case s.Lock.Held() && s.Tags[ebs.TagBackupDeletedAt] != "":
+		case s.Lock.Held() && s.Tags[model.TagBackupDeletedAt] != "":
 			orphan.Refusal = fmt.Sprintf("kept by its %s lock until %s", s.Lock.Mode, s.Lock.Until.UTC().Format(time.RFC3339))
 			rep.Kept = append(rep.Kept, orphan)
 			continue
@@ -468,7 +468,7 @@ func (v view) orphans(w World, o Options, rep *Report) {
 // Available or the one it names is not in the cluster.
 func (v view) orphanWhy(s Snapshot, now time.Time, grace time.Duration, bslDown bool) (string, bool) {
 	sourceID := s.ID
-	if src := s.Tags[ebs.TagSourceSnapshotID]; src != "" {
+	if src := s.Tags[model.TagSourceSnapshotID]; src != "" {
 		sourceID = src
 	} else if !ownSource(s) {
 		return "", false // not this plugin's: the upstream plugin's, or another tool's
@@ -476,7 +476,7 @@ func (v view) orphanWhy(s Snapshot, now time.Time, grace time.Duration, bslDown 
 	if v.needed[sourceID] || now.Sub(s.Started) < grace {
 		return "", false
 	}
-	name := s.Tags[ebs.TagBackup]
+	name := s.Tags[model.TagBackup]
 	if b, exists := v.backups[name]; exists {
 		rec, read := v.records[name]
 		if !finished(b) || !read || rec.Err != "" {
@@ -485,7 +485,7 @@ func (v view) orphanWhy(s Snapshot, now time.Time, grace time.Duration, bslDown 
 		if sourceID != s.ID {
 			return fmt.Sprintf("its source %s is not among backup %s's snapshots", sourceID, name), true
 		}
-		if s.Tags[ebs.TagRecorded] == "pending" {
+		if s.Tags[model.TagRecorded] == "pending" {
 			return fmt.Sprintf("left recorded=pending: its CreateSnapshot never returned it to backup %s", name), true
 		}
 		return fmt.Sprintf("not among backup %s's snapshots", name), true
@@ -509,7 +509,7 @@ func (v view) orphanWhy(s Snapshot, now time.Time, grace time.Duration, bslDown 
 // ownSource reports whether s is a source this plugin took: tagged at creation with what only
 // the plugin writes there (a volume can carry the plugin's restore token, never these).
 func ownSource(s Snapshot) bool {
-	return s.Tags[ebs.TagVolumeType] != "" || s.Tags[ebs.TagRecorded] != "" || s.Tags[ebs.TagInstall] != ""
+	return s.Tags[model.TagVolumeType] != "" || s.Tags[model.TagRecorded] != "" || s.Tags[model.TagInstall] != ""
 }
 
 // cost is s's estimated storage cost in USD per month.

@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 
 // A snapshot the plugin's VolumeSnapshotter takes carries the install's identity, so the audit
@@ -23,19 +24,19 @@ func TestSnapshotterTagsTheInstall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := audittest.New(t)
-			cfg, err := ebs.ParseConfig(map[string]string{ebs.ConfigRegion: audittest.SourceRegion})
+			cfg, err := model.ParseConfig(map[string]string{model.ConfigRegion: audittest.SourceRegion})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := ebs.NewSnapshotter(cfg, func(_ context.Context, region string) (ec2api.EC2, error) {
+			s := tracking.NewSnapshotter(cfg, func(_ context.Context, region string) (ec2api.EC2, error) {
 				return audittest.NewEC2(w.Srv.URL, region, audittest.SourceProfile), nil
 			})
 			s.SetInstall(audittest.InstallA)
-			id, err := s.CreateSnapshot(w.Ctx, w.Vols[0], map[string]string{ebs.TagBackup: "gone", ebs.TagPV: "pv-1"})
+			id, err := s.CreateSnapshot(w.Ctx, w.Vols[0], map[string]string{model.TagBackup: "gone", model.TagPV: "pv-1"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.Cluster(tc.auditCluster, map[string]string{ebs.ConfigRegion: audittest.SourceRegion, ebs.ConfigProfile: audittest.SourceProfile})
+			w.Cluster(tc.auditCluster, map[string]string{model.ConfigRegion: audittest.SourceRegion, model.ConfigProfile: audittest.SourceProfile})
 			w.Clock.Step(pastGrace)
 			rep := w.Audit(false)
 			if got := slices.Contains(audittest.OrphanIDs(rep), id); got != tc.orphan || (rep.OtherInstalls == 1) != tc.other {

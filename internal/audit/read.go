@@ -13,9 +13,9 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // Resolver finds a location's credentials as the item actions do (*location.Resolver).
@@ -69,7 +69,7 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 			continue
 		}
 		l := Location{Name: v.Name}
-		cfg, err := ebs.ParseConfig(v.Spec.Config)
+		cfg, err := model.ParseConfig(v.Spec.Config)
 		if err != nil {
 			l.Err = err.Error()
 		}
@@ -198,7 +198,7 @@ func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, []DrillVo
 		return nil, nil, err
 	}
 	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(describePage),
-		Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{ebs.TagBackup}}}}
+		Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{model.TagBackup}}}}
 	var out []Snapshot
 	for pages := ec2.NewDescribeSnapshotsPaginator(c, in); pages.HasMorePages(); {
 		page, err := pages.NextPage(ctx)
@@ -222,7 +222,7 @@ func snapshotOf(s types.Snapshot, p place, locks map[string]*Lock) Snapshot {
 	kind := p.kind
 	if kind != KindVault {
 		kind = KindSource
-		if tags[ebs.TagSourceSnapshotID] != "" {
+		if tags[model.TagSourceSnapshotID] != "" {
 			kind = KindCopy
 		}
 	}

@@ -5,8 +5,8 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // Kind says what a snapshot is to a backup: the source Velero recorded, its copy in
@@ -55,7 +55,7 @@ type Place struct {
 // Location is one VolumeSnapshotLocation of the plugin, its config parsed.
 type Location struct {
 	Name   string
-	Config ebs.Config
+	Config model.Config
 	// Err, when set, says why the config could not be parsed.
 	Err string
 }

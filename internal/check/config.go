@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // configFixDefault is the fix of a config error that names no misspelt key.
@@ -16,7 +16,7 @@ const configFixDefault = "correct spec.config of the VolumeSnapshotLocation (REA
 // key that looks like a known one, the known one; else where to read the keys. It names keys
 // only, never values (an unknown key's value may be a misplaced secret).
 func configFix(config map[string]string) string {
-	known := ebs.ConfigKeys()
+	known := model.ConfigKeys()
 	var fixes []string
 	for k := range config {
 		if slices.Contains(known, k) {

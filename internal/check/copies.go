@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // copyLimit is EC2's quota of concurrent copies per destination region and account (not
@@ -30,7 +30,7 @@ type copyTime struct {
 // isCopy reports whether a snapshot was made by CopySnapshot: EC2 reports a transfer type for
 // copies only, and the plugin tags its own with their source.
 func isCopy(s types.Snapshot) bool {
-	return s.TransferType != "" || tagValue(s.Tags, ebs.TagSourceSnapshotID) != ""
+	return s.TransferType != "" || tagValue(s.Tags, model.TagSourceSnapshotID) != ""
 }
 
 func tagValue(tags []types.Tag, key string) string {
@@ -58,7 +58,7 @@ func (lc *locationCheck) slots(ctx context.Context, p *place, minutes float64) F
 		for _, s := range out.Snapshots {
 			if isCopy(s) {
 				inFlight++
-				if tagValue(s.Tags, ebs.TagSourceSnapshotID) != "" {
+				if tagValue(s.Tags, model.TagSourceSnapshotID) != "" {
 					ours++
 				}
 			}
@@ -82,7 +82,7 @@ func (lc *locationCheck) timeCopies(ctx context.Context, p *place) (copyTime, bo
 	out, err := p.c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(timedCopies),
 		Filters: []types.Filter{
 			{Name: aws.String("status"), Values: []string{string(types.SnapshotStateCompleted)}},
-			{Name: aws.String("tag-key"), Values: []string{ebs.TagSourceSnapshotID}},
+			{Name: aws.String("tag-key"), Values: []string{model.TagSourceSnapshotID}},
 		}})
 	if err != nil {
 		return copyTime{}, false

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
@@ -31,7 +31,7 @@ func TestCopySlotsInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(2 * time.Minute) // the source completes
-	for _, tags := range [][]types.Tag{{{Key: aws.String(ebs.TagSourceSnapshotID), Value: snap.SnapshotId}}, nil} {
+	for _, tags := range [][]types.Tag{{{Key: aws.String(model.TagSourceSnapshotID), Value: snap.SnapshotId}}, nil} {
 		in := &ec2.CopySnapshotInput{SourceRegion: aws.String("us-east-1"), SourceSnapshotId: snap.SnapshotId}
 		if tags != nil {
 			in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tags}}

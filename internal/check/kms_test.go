@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 func TestCopyKeys(t *testing.T) {
@@ -71,7 +71,7 @@ func TestSourceVolumeKeysWithAVault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lc := &locationCheck{sources: tt.vols, sourcesKnown: tt.known, cfg: ebs.Config{Vault: ebs.VaultConfig{AccountID: "222222222222"}}}
+			lc := &locationCheck{sources: tt.vols, sourcesKnown: tt.known, cfg: model.Config{Vault: model.VaultConfig{AccountID: "222222222222"}}}
 			f := lc.sourceKeys()
 			if f.Status != tt.want || !strings.Contains(f.Detail, tt.detail) || (f.Status == Fail) != (f.Fix != "") {
 				t.Errorf("%+v, want %s with %q", f, tt.want, tt.detail)

@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 const (
@@ -41,7 +41,7 @@ type locationCheck struct {
 	*Checker
 	vsl      velerov1.VolumeSnapshotLocation
 	cluster  cluster
-	cfg      ebs.Config
+	cfg      model.Config
 	loc      location.Location
 	findings []Finding
 
@@ -64,7 +64,7 @@ func (c *Checker) location(ctx context.Context, v velerov1.VolumeSnapshotLocatio
 func (lc *locationCheck) add(f ...Finding) { lc.findings = append(lc.findings, f...) }
 
 func (lc *locationCheck) run(ctx context.Context) {
-	cfg, err := ebs.ParseConfig(lc.vsl.Spec.Config)
+	cfg, err := model.ParseConfig(lc.vsl.Spec.Config)
 	if err != nil {
 		lc.add(fail("config", err.Error(), configFix(lc.vsl.Spec.Config)))
 		return

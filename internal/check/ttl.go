@@ -7,7 +7,7 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // day is a lock's unit.
@@ -31,7 +31,7 @@ func (lc *locationCheck) lockAgainstTTL() {
 	const check = "backup TTL against the vault lock"
 	lock := time.Duration(lc.cfg.Vault.Lock.Days) * day
 	kept := fmt.Sprintf("shorter than the %d-day vault lock: deleting the expired backups keeps their locked vault copies (tagged %s) until the lock ends, and their owner deletes them then",
-		lc.cfg.Vault.Lock.Days, ebs.TagBackupDeletedAt)
+		lc.cfg.Vault.Lock.Days, model.TagBackupDeletedAt)
 	s := lc.cluster.settings
 	found := false
 	if s.defaultTTL < lock {
@@ -41,13 +41,13 @@ func (lc *locationCheck) lockAgainstTTL() {
 			who += " (Velero's default; " + s.problem.String() + ")"
 		}
 		lc.add(fail(check, fmt.Sprintf("%s %s is %s", who, human(s.defaultTTL), kept),
-			fmt.Sprintf("--%s=%s in the Velero server's arguments, or a shorter %s", flagDefaultBackupTTL, human(lock), ebs.ConfigVaultLockDurationDays)))
+			fmt.Sprintf("--%s=%s in the Velero server's arguments, or a shorter %s", flagDefaultBackupTTL, human(lock), model.ConfigVaultLockDurationDays)))
 	}
 	for _, sch := range lc.schedules() {
 		if ttl := sch.Spec.Template.TTL.Duration; ttl > 0 && ttl < lock {
 			found = true
 			lc.add(fail(check, fmt.Sprintf("Schedule %s/%s's TTL %s is %s", lc.Namespace, sch.Name, human(ttl), kept),
-				fmt.Sprintf("velero schedule create %s --ttl %s (or spec.template.ttl), or a shorter %s", sch.Name, human(lock), ebs.ConfigVaultLockDurationDays)))
+				fmt.Sprintf("velero schedule create %s --ttl %s (or spec.template.ttl), or a shorter %s", sch.Name, human(lock), model.ConfigVaultLockDurationDays)))
 		}
 	}
 	var short []string
@@ -59,7 +59,7 @@ func (lc *locationCheck) lockAgainstTTL() {
 	if len(short) > 0 {
 		found = true
 		lc.add(fail(check, fmt.Sprintf("%s of the location (%s) with a TTL %s", plural(len(short), "Backup"), shortList(short), kept),
-			fmt.Sprintf("unless that is meant: back up with --ttl %s or longer, or set a shorter %s", human(lock), ebs.ConfigVaultLockDurationDays)))
+			fmt.Sprintf("unless that is meant: back up with --ttl %s or longer, or set a shorter %s", human(lock), model.ConfigVaultLockDurationDays)))
 	}
 	switch {
 	case found:

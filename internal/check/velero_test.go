@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // fakeKube is a cluster holding objs, read as the check reads it.
@@ -109,7 +109,7 @@ func TestItemOperationTimeoutAgainstTheCopies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := &locationCheck{Checker: &Checker{Namespace: "velero"}, sourcesKnown: true, copyTimes: tt.times,
-				cfg: ebs.Config{Region: "us-east-1", CopyToRegion: "us-west-2"}}
+				cfg: model.Config{Region: "us-east-1", CopyToRegion: "us-west-2"}}
 			lc.vsl.Name = "ebs"
 			lc.sources = make([]types.Volume, tt.volumes)
 			lc.cluster.settings = settings{itemOperationTimeout: tt.timeout}
@@ -158,7 +158,7 @@ func TestBackupTTLAgainstTheVaultLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := &locationCheck{Checker: &Checker{Namespace: "velero"},
-				cfg: ebs.Config{Vault: ebs.VaultConfig{AccountID: "222222222222", Lock: ebs.Lock{Mode: ebs.LockModeCompliance, Days: 30}}}}
+				cfg: model.Config{Vault: model.VaultConfig{AccountID: "222222222222", Lock: model.Lock{Mode: model.LockModeCompliance, Days: 30}}}}
 			lc.cluster.settings = settings{defaultTTL: tt.defaultTTL}
 			lc.cluster.schedules, lc.cluster.backups = tt.schedules, tt.backups
 			lc.vsl.Name = "ebs"

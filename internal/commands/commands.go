@@ -12,7 +12,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/check"
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
@@ -84,7 +84,7 @@ func usage(w io.Writer) {
 	fmt.Fprintf(&b, "\nRun `%s COMMAND --help` for a command's flags.\n\n", binaryName)
 	fmt.Fprintf(&b, "With no command, the binary serves Velero its plugins %s,\n%s and %s:\n"+
 		"Velero starts it with its server's flags (--log-level, --features, …). It is not run by hand.\n",
-		ebs.VolumeSnapshotterName, ebs.BackupItemActionName, ebs.RestoreItemActionName)
+		model.VolumeSnapshotterName, model.BackupItemActionName, model.RestoreItemActionName)
 	_, _ = io.WriteString(w, b.String())
 }
 

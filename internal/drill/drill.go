@@ -27,6 +27,8 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/restoring"
 )
 
 // Waits and limits of a drill.
@@ -115,7 +117,7 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	rep := Report{Backup: o.Backup, Location: locName, Region: cfg.Region, Started: d.Clock.Now(),
 		Skipped: plan.Skipped, Unrestorable: plan.Unrestorable}
 	rep.Leftovers, rep.Problems = d.deleteLeftovers(ctx, c, cfg.Region, creds, install)
-	restorer := ebs.NewRestorer(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
+	restorer := restoring.NewRestorer(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
 		return d.Clients.Client(ctx, region, creds)
 	}, ebs.WithLogger(d.Log))
 	d.restore(ctx, c, restorer, plan, install, o, &rep)
@@ -148,17 +150,17 @@ func (d *Driller) ours(ctx context.Context, recorded []audit.RecordedSnapshot) [
 
 // location reads the VolumeSnapshotLocation name and its credentials as a restore would find
 // them.
-func (d *Driller) location(ctx context.Context, name string, backup *velerov1.Backup) (ebs.Config, ec2api.Credentials, error) {
+func (d *Driller) location(ctx context.Context, name string, backup *velerov1.Backup) (model.Config, ec2api.Credentials, error) {
 	var vsl velerov1.VolumeSnapshotLocation
 	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: name}, &vsl); err != nil {
-		return ebs.Config{}, ec2api.Credentials{}, fmt.Errorf("reading VolumeSnapshotLocation %s/%s: %w", d.Namespace, name, err)
+		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("reading VolumeSnapshotLocation %s/%s: %w", d.Namespace, name, err)
 	}
 	if vsl.Spec.Provider != d.Provider {
-		return ebs.Config{}, ec2api.Credentials{}, fmt.Errorf("VolumeSnapshotLocation %s is of provider %q, not %s", name, vsl.Spec.Provider, d.Provider)
+		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("VolumeSnapshotLocation %s is of provider %q, not %s", name, vsl.Spec.Provider, d.Provider)
 	}
-	cfg, err := ebs.ParseConfig(vsl.Spec.Config)
+	cfg, err := model.ParseConfig(vsl.Spec.Config)
 	if err != nil {
-		return ebs.Config{}, ec2api.Credentials{}, fmt.Errorf("VolumeSnapshotLocation %s: %w", name, err)
+		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("VolumeSnapshotLocation %s: %w", name, err)
 	}
 	named := backup.DeepCopy()
 	named.Spec.VolumeSnapshotLocations = []string{name}
@@ -167,7 +169,7 @@ func (d *Driller) location(ctx context.Context, name string, backup *velerov1.Ba
 		err = errors.New(choice.Note)
 	}
 	if err != nil {
-		return ebs.Config{}, ec2api.Credentials{}, fmt.Errorf("the credentials of location %s: %w", name, err)
+		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("the credentials of location %s: %w", name, err)
 	}
 	return cfg, choice.Locations[0].Credentials, nil
 }
@@ -182,7 +184,7 @@ func candidates(ctx context.Context, c ec2api.EC2, recorded []audit.RecordedSnap
 	size := map[string]int32{}
 	for _, f := range []types.Filter{
 		{Name: aws.String("snapshot-id"), Values: ids},
-		{Name: aws.String("tag:" + ebs.TagSourceSnapshotID), Values: ids},
+		{Name: aws.String("tag:" + model.TagSourceSnapshotID), Values: ids},
 	} {
 		in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(describePage), Filters: []types.Filter{f,
 			{Name: aws.String("status"), Values: []string{string(types.SnapshotStateCompleted)}}}}
@@ -194,7 +196,7 @@ func candidates(ctx context.Context, c ec2api.EC2, recorded []audit.RecordedSnap
 			for _, s := range page.Snapshots {
 				id := aws.ToString(s.SnapshotId)
 				for _, t := range s.Tags {
-					if aws.ToString(t.Key) == ebs.TagSourceSnapshotID {
+					if aws.ToString(t.Key) == model.TagSourceSnapshotID {
 						id = aws.ToString(t.Value)
 					}
 				}
@@ -231,7 +233,7 @@ func (d *Driller) deleteLeftovers(ctx context.Context, c ec2api.EC2, region stri
 
 // restore creates the plan's volumes, tags each as this install's drill's, waits for them, and
 // deletes them all.
-func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *ebs.Restorer, plan Plan, install string, o Options, rep *Report) {
+func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *restoring.Restorer, plan Plan, install string, o Options, rep *Report) {
 	for _, cand := range plan.Restore {
 		v := VolumeResult{PV: cand.PV, SnapshotID: cand.ID, SizeGiB: cand.SizeGiB}
 		id, err := restorer.CreateVolumeFromSnapshot(ctx, cand.ID, cand.VolumeType, cand.VolumeAZ, cand.VolumeIOPS)

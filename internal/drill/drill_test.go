@@ -16,8 +16,8 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // recoveryLocation is the cluster's location in the copy region, as a recovery cluster has.
@@ -33,7 +33,7 @@ func drillWorld(t *testing.T, uncopied bool) *audittest.World {
 	w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
 	w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: recoveryLocation},
 		Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider,
-			Config: map[string]string{ebs.ConfigRegion: audittest.CopyRegion, ebs.ConfigProfile: audittest.SourceProfile}}})
+			Config: map[string]string{model.ConfigRegion: audittest.CopyRegion, model.ConfigProfile: audittest.SourceProfile}}})
 	first := audittest.Outcome{}
 	if uncopied {
 		first.Copy = "missing"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // Place is where an operation's snapshots or volumes may be: a VolumeSnapshotLocation and the
@@ -29,17 +30,17 @@ type Place struct {
 	Config map[string]string
 }
 
-// clientsFor returns the clients of the target's account: the vault's for a vault, the
+// ClientsFor returns the clients of the target's account: the vault's for a vault, the
 // location's otherwise. ok is false when the place has no credentials for the vault.
-func (p Place) clientsFor(ctx context.Context, tg target) (c ec2api.EC2, ok bool, err error) {
+func (p Place) ClientsFor(ctx context.Context, tg model.Target) (c ec2api.EC2, ok bool, err error) {
 	clients := p.Clients
-	if tg.vault() {
+	if tg.Vault() {
 		if p.Vault == nil {
 			return nil, false, nil
 		}
 		clients = p.Vault
 	}
-	c, err = clients(ctx, tg.region)
+	c, err = clients(ctx, tg.Region)
 	return c, err == nil, err
 }
 
@@ -50,13 +51,13 @@ type Locator interface {
 	RestorePlaces(ctx context.Context, restore *velerov1.Restore, region string) ([]Place, error)
 }
 
-// fixedPlace is the one place of a Tracker or VolumeWatcher made without a Locator.
-func fixedPlace(clients, vault ec2api.Regional) []Place {
+// FixedPlace is the one place of a Tracker or VolumeWatcher made without a Locator.
+func FixedPlace(clients, vault ec2api.Regional) []Place {
 	return []Place{{Clients: clients, Vault: vault}}
 }
 
-// where names a place for messages: "with the credentials of location X", or nothing.
-func (p Place) where() string {
+// Where names a place for messages: "with the credentials of location X", or nothing.
+func (p Place) Where() string {
 	if p.Location == "" {
 		return "with the default AWS credentials"
 	}

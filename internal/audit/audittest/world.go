@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
@@ -63,9 +63,9 @@ var (
 	}
 	// LocationConfig is a location with copies in CopyRegion and locked vault copies.
 	LocationConfig = map[string]string{
-		ebs.ConfigRegion: SourceRegion, ebs.ConfigProfile: SourceProfile, ebs.ConfigCopyToRegion: CopyRegion,
-		ebs.ConfigVaultAccountID: VaultAccount, ebs.ConfigVaultProfile: VaultProfile, ebs.ConfigVaultRegion: CopyRegion,
-		ebs.ConfigVaultLockMode: "governance", ebs.ConfigVaultLockDurationDays: "7",
+		model.ConfigRegion: SourceRegion, model.ConfigProfile: SourceProfile, model.ConfigCopyToRegion: CopyRegion,
+		model.ConfigVaultAccountID: VaultAccount, model.ConfigVaultProfile: VaultProfile, model.ConfigVaultRegion: CopyRegion,
+		model.ConfigVaultLockMode: "governance", model.ConfigVaultLockDurationDays: "7",
 	}
 )
 
@@ -175,20 +175,20 @@ func (w *World) Take(backup, vol string, o Outcome) Taken {
 	w.T.Helper()
 	src := NewEC2(w.Srv.URL, SourceRegion, SourceProfile)
 	tags := map[string]string{
-		ebs.TagBackup: backup, ebs.TagPV: "pv-" + vol, velerov1.StorageLocationLabel: BSLName,
-		ebs.TagVolumeType: "gp3", ebs.TagRecorded: cmpOr(o.Recorded, "returned"),
-		ebs.TagCopyToRegion: CopyRegion, ebs.TagVaultAccount: VaultAccount, ebs.TagVaultRegion: CopyRegion,
-		ebs.TagVaultLock: "governance:7",
+		model.TagBackup: backup, model.TagPV: "pv-" + vol, velerov1.StorageLocationLabel: BSLName,
+		model.TagVolumeType: "gp3", model.TagRecorded: cmpOr(o.Recorded, "returned"),
+		model.TagCopyToRegion: CopyRegion, model.TagVaultAccount: VaultAccount, model.TagVaultRegion: CopyRegion,
+		model.TagVaultLock: "governance:7",
 	}
 	switch o.Install {
 	case "":
-		tags[ebs.TagInstall] = InstallA
+		tags[model.TagInstall] = InstallA
 	case "-":
 	default:
-		tags[ebs.TagInstall] = o.Install
+		tags[model.TagInstall] = o.Install
 	}
 	if o.Retained {
-		tags[ebs.TagVaultRetainOnDelete] = "true"
+		tags[model.TagVaultRetainOnDelete] = "true"
 	}
 	out, err := src.CreateSnapshot(w.Ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol),
 		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}}})
@@ -198,9 +198,9 @@ func (w *World) Take(backup, vol string, o Outcome) Taken {
 	t := Taken{Volume: vol}
 	t.Source = aws.ToString(out.SnapshotId)
 	w.Clock.Step(SnapshotTime)
-	copyTags := map[string]string{ebs.TagSourceSnapshotID: t.Source, ebs.TagSourceRegion: SourceRegion}
+	copyTags := map[string]string{model.TagSourceSnapshotID: t.Source, model.TagSourceRegion: SourceRegion}
 	for k, v := range tags {
-		if k == ebs.TagBackup || k == ebs.TagPV || k == ebs.TagInstall || k == ebs.TagVolumeType || k == ebs.TagVaultRetainOnDelete || k == velerov1.StorageLocationLabel {
+		if k == model.TagBackup || k == model.TagPV || k == model.TagInstall || k == model.TagVolumeType || k == model.TagVaultRetainOnDelete || k == velerov1.StorageLocationLabel {
 			copyTags[k] = v
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/clientmgmt/process"
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework/common"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
@@ -267,9 +267,9 @@ func checkDiscovery(t *testing.T, dir string) {
 		kind common.PluginKind
 		name string
 	}{
-		{common.PluginKindVolumeSnapshotter, ebs.VolumeSnapshotterName},
-		{common.PluginKindBackupItemActionV2, ebs.BackupItemActionName},
-		{common.PluginKindRestoreItemActionV2, ebs.RestoreItemActionName},
+		{common.PluginKindVolumeSnapshotter, model.VolumeSnapshotterName},
+		{common.PluginKindBackupItemActionV2, model.BackupItemActionName},
+		{common.PluginKindRestoreItemActionV2, model.RestoreItemActionName},
 	} {
 		if _, err := registry.Get(p.kind, p.name); err != nil {
 			t.Errorf("%s %s not discovered: %v", p.kind, p.name, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1api "k8s.io/api/core/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
@@ -231,10 +231,10 @@ func (r Runner) RunRestore(ctx context.Context, s Restore) (RestoreRuns, error) 
 // restoreAt restores the backup in the copy region at an initialization rate (0: none set) and
 // waits until its volumes are fully initialized.
 func (r Runner) restoreAt(ctx context.Context, rg *rig.Rig, s Restore, backup *harness.BackupResult, rate int) (RestoreResult, error) {
-	config := map[string]string{ebs.ConfigRegion: rig.CopyRegion}
+	config := map[string]string{model.ConfigRegion: rig.CopyRegion}
 	name := "bench-restore-dr-default"
 	if rate > 0 {
-		config[ebs.ConfigVolumeInitializationRate] = strconv.Itoa(rate)
+		config[model.ConfigVolumeInitializationRate] = strconv.Itoa(rate)
 		name = fmt.Sprintf("bench-restore-dr-%d", rate)
 	}
 	before := rg.Sim.Stats()

@@ -10,7 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/deleting"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // The steps actors take. Each is one event of Velero core, another install or tool, EC2 or the
@@ -27,7 +28,7 @@ func (w *world) execute(i int) {
 	op := w.ops[i]
 	op.executed, op.issued = true, w.clk.Now()
 	w.handoff.Put(backupName, op.pv, op.volumeID, backupUID)
-	op.id = ebs.Operation{Region: sourceRegion, VolumeID: op.volumeID, Issued: op.issued, PV: op.pv}.String()
+	op.id = model.Operation{Region: sourceRegion, VolumeID: op.volumeID, Issued: op.issued, PV: op.pv}.String()
 	w.logf("velero: Execute %s -> operation %s", op.pv, op.id)
 }
 
@@ -53,7 +54,7 @@ func (w *world) create(i int) {
 	}
 	op := w.ops[i]
 	op.attempted = true
-	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
+	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
 	if op.upstream {
 		if w.setup.restoredVolumes {
 			maps.Copy(tags, restoredVolumeTags(i)) // the upstream plugin copies the volume's tags
@@ -146,7 +147,7 @@ func (w *world) reconcile() {
 // restoredVolumeTags are the tags of the backup's i-th volume when this plugin restored it:
 // its restore token.
 func restoredVolumeTags(i int) map[string]string {
-	return map[string]string{ebs.TagRestoreToken: fmt.Sprintf("restore-%d", i)}
+	return map[string]string{model.TagRestoreToken: fmt.Sprintf("restore-%d", i)}
 }
 
 // advance moves the clock.
@@ -187,19 +188,19 @@ const (
 
 // deleter is the VolumeSnapshotter a deletion of kind runs in, and whether it reaches every
 // piece of the backup (the restore-from-vault location cannot reach the source account).
-func (w *world) deleter(kind deletionKind) (s *ebs.Deleter, reachesAll bool) {
+func (w *world) deleter(kind deletionKind) (s *deleting.Deleter, reachesAll bool) {
 	switch kind {
 	case deleteByRecovery:
 		// As the README's disaster-recovery setup and the e2e drill have it: the copy region,
 		// copying back to the source region.
 		cfg := w.cfg
 		cfg.Region, cfg.CopyToRegion = copyRegion, sourceRegion
-		return ebs.NewDeleter(cfg, w.regional("recovery", sourceAccount, true), w.locationOptions(cfg, false)...), true
+		return deleting.NewDeleter(cfg, w.regional("recovery", sourceAccount, true), w.locationOptions(cfg, false)...), true
 	case deleteByVaultRecovery:
-		cfg, _ := ebs.ParseConfig(map[string]string{ebs.ConfigRegion: w.setup.vaultRegion})
-		return ebs.NewDeleter(cfg, w.regional("vault-recovery", vaultAccount, true), w.options()...), false
+		cfg, _ := model.ParseConfig(map[string]string{model.ConfigRegion: w.setup.vaultRegion})
+		return deleting.NewDeleter(cfg, w.regional("vault-recovery", vaultAccount, true), w.options()...), false
 	}
-	return ebs.NewDeleter(w.cfg, w.regional("source", sourceAccount, true), w.locationOptions(w.cfg, false)...), true
+	return deleting.NewDeleter(w.cfg, w.regional("source", sourceAccount, true), w.locationOptions(w.cfg, false)...), true
 }
 
 // deleteBackup is a deletion of the backup: DeleteSnapshot of every snapshot Velero recorded.
@@ -253,11 +254,11 @@ func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Du
 // a backup of the same name, PV pv: with its UID tag (this plugin), or without (the upstream
 // plugin, or a lost handoff).
 func (w *world) otherInstallSnapshot(withUID bool, pv string) {
-	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: pv}
+	tags := map[string]string{model.TagBackup: backupName, model.TagPV: pv}
 	if withUID {
-		tags[ebs.TagBackupUID] = otherUID
+		tags[model.TagBackupUID] = otherUID
 		if w.setup.copyTo {
-			tags[ebs.TagCopyToRegion] = copyRegion
+			tags[model.TagCopyToRegion] = copyRegion
 		}
 	}
 	vol := w.otherVols[0]

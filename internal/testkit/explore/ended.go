@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
@@ -99,7 +99,7 @@ func (w *world) evidenceSettle() time.Duration { return 2*w.lag() + syncPeriod }
 // its (one tagged with another backup's UID is never its, and holds nothing up).
 func (w *world) evidenceComplete(op *operation, snaps map[string]ec2sim.Snapshot) bool {
 	for _, f := range w.foreign {
-		if f.tags[ebs.TagPV] == op.pv && f.tags[ebs.TagBackupUID] == "" {
+		if f.tags[model.TagPV] == op.pv && f.tags[model.TagBackupUID] == "" {
 			return false
 		}
 	}

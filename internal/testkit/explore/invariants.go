@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
@@ -282,8 +282,8 @@ func (w *world) copyIn(snaps map[string]ec2sim.Snapshot, source, account, region
 func (w *world) checkSources() {
 	perPV := map[string][]string{}
 	for _, s := range sortedSnaps(w.everything()) {
-		if s.SourceSnapshotID == "" && !s.DeletePending && s.Tags[ebs.TagBackupUID] == backupUID {
-			perPV[s.Tags[ebs.TagPV]] = append(perPV[s.Tags[ebs.TagPV]], s.ID)
+		if s.SourceSnapshotID == "" && !s.DeletePending && s.Tags[model.TagBackupUID] == backupUID {
+			perPV[s.Tags[model.TagPV]] = append(perPV[s.Tags[model.TagPV]], s.ID)
 		}
 	}
 	for pv, ids := range perPV {
@@ -310,7 +310,7 @@ func (w *world) checkDeleted() {
 		}
 		op := w.opOfVolume(s.VolumeID)
 		switch {
-		case s.SourceSnapshotID != "" && s.Tags[ebs.TagSourceAccount] != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
+		case s.SourceSnapshotID != "" && s.Tags[model.TagSourceAccount] != "" && w.cfg.Vault.Enabled() && w.setup.vaultCredsOf != w.cfg.Vault.AccountID && s.Account == w.setup.vaultCredsOf && s.Region == w.cfg.Vault.Region:
 			w.violate(catVaultCopyNotInVault, "the \"vault copy\" %s of %s is left in %s of %s, the account of the vault credentials", s.ID, s.SourceSnapshotID, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && !op.polled:
 			// Velero deleted the backup before it asked for the operation's progress: nothing
@@ -326,7 +326,7 @@ func (w *world) checkDeleted() {
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
 			w.violate(catDeletedBeforeCleanup, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the backup was deleted while the operation was open", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
-		case op != nil && op.snapshotID == "" && op.createErr != "" && s.Tags[ebs.TagRecorded] == recordedReturnedMark:
+		case op != nil && op.snapshotID == "" && op.createErr != "" && s.Tags[model.TagRecorded] == recordedReturnedMark:
 			w.violate(catMarkedReturnedLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s, marked returned", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)
 		case op != nil && op.snapshotID == "" && op.createErr != "":
 			w.violate(catFailedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account)

@@ -18,6 +18,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // The Kubernetes API the item actions read the backup's VolumeSnapshotLocation and its
@@ -99,7 +100,7 @@ func (r kubeReader) List(_ context.Context, list client.ObjectList, opts ...clie
 	}
 	var v velerov1.VolumeSnapshotLocation
 	v.Name, v.Namespace = locationName, veleroNamespace
-	v.Spec.Provider = ebs.VolumeSnapshotterName
+	v.Spec.Provider = model.VolumeSnapshotterName
 	v.Spec.Config = r.w.setup.config()
 	v.Spec.Credential = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: secretKey}
 	l.Items = append(l.Items, v)
@@ -151,7 +152,7 @@ type kubeLocator struct {
 func (w *world) newKubeLocator() kubeLocator {
 	w.kubeRefused = false
 	return kubeLocator{w: w, resolver: location.New(
-		location.WithReader(kubeReader{w}), location.WithNamespace(veleroNamespace), location.WithProvider(ebs.VolumeSnapshotterName),
+		location.WithReader(kubeReader{w}), location.WithNamespace(veleroNamespace), location.WithProvider(model.VolumeSnapshotterName),
 		location.WithClock(w.clk), location.WithLogger(w.log), location.WithTempDir(credentialsDir))}
 }
 

@@ -12,6 +12,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/restoring"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
@@ -117,13 +119,13 @@ func (w *world) restorable() []int {
 
 // restorer is the VolumeSnapshotter of the restore in region: the source cluster's location, or
 // a recovery cluster's location of the same name in the copy region.
-func (w *world) restorer(region string) *ebs.Restorer {
+func (w *world) restorer(region string) *restoring.Restorer {
 	if s, ok := w.restorers[region]; ok {
 		return s
 	}
 	cfg := w.cfg
 	cfg.Region, cfg.CopyToRegion = region, ""
-	s := ebs.NewRestorer(cfg, w.regional("restore", sourceAccount, true), w.locationOptions(cfg, false)...)
+	s := restoring.NewRestorer(cfg, w.regional("restore", sourceAccount, true), w.locationOptions(cfg, false)...)
 	w.restorers[region] = s
 	return s
 }
@@ -241,7 +243,7 @@ func (w *world) checkRestores(final bool) {
 			w.violate(catRestoredFromOther, "the restore of %s in %s returned volume %s, which is not a volume made from its snapshot (%v are)", c.pv, c.region, c.volumeID, vols)
 		case c.volumeID != "":
 			returned[key] = true
-		case strings.Contains(c.err, ebs.TagRestoreToken):
+		case strings.Contains(c.err, model.TagRestoreToken):
 			named[key] = true
 		}
 	}
@@ -277,11 +279,11 @@ func (l restoreLocation) RestorePlaces(context.Context, *velerov1.Restore, strin
 // (throttling only), until the operation ends. It checks that no poll shows a figure below one
 // an earlier poll showed, and that none fails the operation; it returns what each poll showed.
 func (w *world) followRestore(c restoreCall, polls []restorePoll) (shownByPoll []velero.OperationProgress) {
-	op := ebs.VolumeOperation{Operation: ebs.Operation{Region: c.region, VolumeID: c.volumeID, Issued: w.clk.Now()}}.String()
+	op := model.VolumeOperation{Operation: model.Operation{Region: c.region, VolumeID: c.volumeID, Issued: w.clk.Now()}}.String()
 	restore := &velerov1.Restore{Spec: velerov1.RestoreSpec{BackupName: backupName}}
 	clients := w.regional("restore", sourceAccount, true)
 	loc := restoreLocation{ebs.Place{Location: locationName, Clients: clients,
-		Config: map[string]string{ebs.ConfigRegion: c.region, ebs.ConfigWaitForVolumeInitialization: "true"}}}
+		Config: map[string]string{model.ConfigRegion: c.region, model.ConfigWaitForVolumeInitialization: "true"}}}
 	stepFaults := w.faults
 	defer func() { w.faults = stepFaults }()
 	var shown int64
@@ -294,7 +296,7 @@ func (w *world) followRestore(c restoreCall, polls []restorePoll) (shownByPoll [
 		var p velero.OperationProgress
 		var err error
 		if !w.onClock(func(ctx context.Context) {
-			p, err = ebs.NewVolumeWatcher(clients, append(w.options(), ebs.WithLocator(loc))...).Progress(ctx, op, restore)
+			p, err = restoring.NewVolumeWatcher(clients, append(w.options(), ebs.WithLocator(loc))...).Progress(ctx, op, restore)
 		}) {
 			w.violate(catHung, "Progress of the restored volume %s did not return", c.volumeID)
 			return shownByPoll

@@ -1,7 +1,7 @@
 package explore
 
 import (
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
@@ -32,7 +32,7 @@ type oldRelease struct{ withUID, marked bool }
 func (w *world) oldExecute(i int) {
 	op := w.ops[i]
 	op.executed, op.issued = true, w.clk.Now()
-	op.id = ebs.Operation{Region: sourceRegion, VolumeID: op.volumeID, Issued: op.issued}.String()
+	op.id = model.Operation{Region: sourceRegion, VolumeID: op.volumeID, Issued: op.issued}.String()
 	w.logf("velero: Execute %s on the earlier release -> operation %s", op.pv, op.id)
 }
 
@@ -41,12 +41,12 @@ func (w *world) oldExecute(i int) {
 func (w *world) oldCreate(i int) {
 	op := w.ops[i]
 	op.attempted = true
-	tags := map[string]string{ebs.TagBackup: backupName, ebs.TagPV: op.pv}
+	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
 	if w.setup.upgrade.withUID {
-		tags[ebs.TagBackupUID] = backupUID
+		tags[model.TagBackupUID] = backupUID
 	}
 	if w.setup.upgrade.marked {
-		tags[ebs.TagRecorded] = oldRecordedMark
+		tags[model.TagRecorded] = oldRecordedMark
 	}
 	w.createAs(op, "earlier release", tags)
 	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)

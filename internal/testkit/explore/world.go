@@ -18,7 +18,10 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/restoring"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 
 // The accounts, regions and names of an exploration.
@@ -116,20 +119,20 @@ func (s setup) refuses(q request) bool {
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
 func (s setup) config() map[string]string {
-	m := map[string]string{ebs.ConfigRegion: sourceRegion}
+	m := map[string]string{model.ConfigRegion: sourceRegion}
 	if s.copyTo {
-		m[ebs.ConfigCopyToRegion] = copyRegion
+		m[model.ConfigCopyToRegion] = copyRegion
 	}
 	if s.vault {
-		m[ebs.ConfigVaultAccountID] = s.vaultAccountID
-		m[ebs.ConfigVaultProfile] = "vault"
-		m[ebs.ConfigVaultRegion] = s.vaultRegion
+		m[model.ConfigVaultAccountID] = s.vaultAccountID
+		m[model.ConfigVaultProfile] = "vault"
+		m[model.ConfigVaultRegion] = s.vaultRegion
 		if s.lock {
-			m[ebs.ConfigVaultLockMode] = ebs.LockModeGovernance
-			m[ebs.ConfigVaultLockDurationDays] = "1"
+			m[model.ConfigVaultLockMode] = model.LockModeGovernance
+			m[model.ConfigVaultLockDurationDays] = "1"
 		}
 		if s.retain {
-			m[ebs.ConfigVaultRetainOnDelete] = "true"
+			m[model.ConfigVaultRetainOnDelete] = "true"
 		}
 	}
 	return m
@@ -220,7 +223,7 @@ type foreignSnapshot struct {
 // plugin processes, and what the checks remember.
 type world struct {
 	setup setup
-	cfg   ebs.Config
+	cfg   model.Config
 	clk   *clocktesting.FakeClock
 	sim   *ec2sim.Simulator
 	log   logrus.FieldLogger
@@ -247,7 +250,7 @@ type world struct {
 	slowAnswered bool
 
 	handoff     *ebs.Handoff
-	snapshotter *ebs.Snapshotter // the item phase's plugin process
+	snapshotter *tracking.Snapshotter // the item phase's plugin process
 	ops         []*operation
 	restarted   bool
 	deletions   int // full deletions that succeeded
@@ -260,7 +263,7 @@ type world struct {
 	volumes   []string
 	otherVols []string
 	// restorers are the restores' VolumeSnapshotters by region; restores their calls.
-	restorers map[string]*ebs.Restorer
+	restorers map[string]*restoring.Restorer
 	restores  []restoreCall
 	// restoredFor is the PV each volume made from a snapshot was restored for, judged when
 	// first seen ("" when it was made from something else).
@@ -273,7 +276,7 @@ type world struct {
 
 // newWorld builds the simulator and the backup of s.
 func newWorld(s setup) (*world, error) {
-	cfg, err := ebs.ParseConfig(s.config())
+	cfg, err := model.ParseConfig(s.config())
 	if err != nil {
 		return nil, fmt.Errorf("the location's config: %w", err)
 	}
@@ -301,10 +304,10 @@ func newWorld(s setup) (*world, error) {
 		setup: s, cfg: cfg, clk: clk, sim: ec2sim.New(simCfg, ec2sim.WithClock(clk)), log: log,
 		clients: map[string]*ec2.Client{}, down: map[string]bool{}, hookAt: -1,
 		foreign: map[string]foreignSnapshot{}, locked: map[string]bool{}, retained: map[string]bool{},
-		restorers: map[string]*ebs.Restorer{}, restoredFor: map[string]string{},
+		restorers: map[string]*restoring.Restorer{}, restoredFor: map[string]string{},
 	}
 	w.handoff = ebs.NewHandoff(clk)
-	w.snapshotter = ebs.NewSnapshotter(cfg, w.regional("source", sourceAccount, true), w.locationOptions(cfg, true)...)
+	w.snapshotter = tracking.NewSnapshotter(cfg, w.regional("source", sourceAccount, true), w.locationOptions(cfg, true)...)
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
 		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}
@@ -353,7 +356,7 @@ func (w *world) vaultClients() ec2api.Regional {
 }
 
 // locationOptions are a plugin process's options for a location of config cfg.
-func (w *world) locationOptions(cfg ebs.Config, withHandoff bool) []ebs.Option {
+func (w *world) locationOptions(cfg model.Config, withHandoff bool) []ebs.Option {
 	opts := w.options()
 	if withHandoff {
 		opts = append(opts, ebs.WithHandoff(w.handoff))
@@ -365,9 +368,9 @@ func (w *world) locationOptions(cfg ebs.Config, withHandoff bool) []ebs.Option {
 }
 
 // newTracker is a fresh plugin process's Tracker: nothing in memory.
-func (w *world) newTracker() *ebs.Tracker {
+func (w *world) newTracker() *tracking.Tracker {
 	// The places the plugin's locator makes of the location, read from the Kubernetes API.
-	return ebs.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()))...)
+	return tracking.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()))...)
 }
 
 // backup is the Backup as Velero core shows it to Progress and Cancel.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
@@ -22,7 +22,7 @@ func vault(ctx context.Context, e *rig.Env, res *rig.Result, volumes int) error 
 	cfg := rig.WithAccounts(rig.FastConfig(9), nil, nil)
 	cfg.Faults = ec2sim.Faults{DropAfterEffectRate: 0.2, DropActions: vaultActions}
 	return withRig(&withAPI, "vault", cfg, volumes, func(r *rig.Rig) error {
-		loc, err := r.VaultLocation(rig.CopyRegion, ebs.LockModeGovernance)
+		loc, err := r.VaultLocation(rig.CopyRegion, model.LockModeGovernance)
 		if err != nil {
 			return err
 		}

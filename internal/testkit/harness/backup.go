@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
@@ -23,7 +23,7 @@ const (
 	// Namespace is the Velero namespace of the harness's backups and restores.
 	Namespace = "velero"
 	// Provider is the VolumeSnapshotLocation provider the harness uses by default.
-	Provider = ebs.VolumeSnapshotterName
+	Provider = model.VolumeSnapshotterName
 )
 
 // NewLocation returns a VolumeSnapshotLocation served by this plugin.

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/check"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
@@ -181,7 +181,7 @@ func TestCheckNamesEachProblemExactly(t *testing.T) {
 	rows = append(rows,
 		row{"vault Secret of the source account", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, sourceInVault: true}, []string{"vault account"}},
 		row{"copy key of the source region", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM,
-			config: map[string]string{ebs.ConfigCopyKMSKeyID: "arn:aws:kms:" + sourceRegion + ":" + rig.SourceAccount + ":key/1234abcd-12ab-34cd-56ef-1234567890ab"}},
+			config: map[string]string{model.ConfigCopyKMSKeyID: "arn:aws:kms:" + sourceRegion + ":" + rig.SourceAccount + ":key/1234abcd-12ab-34cd-56ef-1234567890ab"}},
 			[]string{"copyKmsKeyId arn:aws:kms:" + sourceRegion + ":" + rig.SourceAccount + ":key/1234abcd-12ab-34cd-56ef-1234567890ab"}},
 		row{"copy region down", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, down: copyRegion},
 			[]string{"region " + copyRegion, "vault: region " + copyRegion}}, // the vault is in the copy region too
@@ -222,11 +222,11 @@ func TestCheckNamesEachProblemExactly(t *testing.T) {
 func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	t.Helper()
 	r := newAPIRig(t, rig.WithAccounts(rig.FastConfig(23), setup.sourceAllowed, setup.vaultAllowed), checkVolumes)
-	loc, err := r.VaultLocation(copyRegion, ebs.LockModeGovernance)
+	loc, err := r.VaultLocation(copyRegion, model.LockModeGovernance)
 	if err != nil {
 		t.Fatal(err)
 	}
-	loc.Spec.Config[ebs.ConfigCopyCompletionDurationMinutes] = "60"
+	loc.Spec.Config[model.ConfigCopyCompletionDurationMinutes] = "60"
 	for k, v := range setup.config {
 		loc.Spec.Config[k] = v
 	}
@@ -241,7 +241,7 @@ func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	}
 	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: checkSecret}, Key: "cloud"}
 	if setup.sourceInVault {
-		if err := r.PutSecret(loc.Spec.Config[ebs.ConfigVaultCredentialSecret], map[string][]byte{ebs.DefaultVaultCredentialKey: sourceKey.CredentialsFile()}); err != nil {
+		if err := r.PutSecret(loc.Spec.Config[model.ConfigVaultCredentialSecret], map[string][]byte{model.DefaultVaultCredentialKey: sourceKey.CredentialsFile()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	corev1api "k8s.io/api/core/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
@@ -129,8 +129,8 @@ func requireOwnSnapshots(t *testing.T, sim *ec2sim.Simulator, res *harness.Backu
 	ops := opsByPV(res)
 	tagged := map[string][]string{}
 	for _, s := range sources {
-		if s.SourceSnapshotID == "" && s.Tags[ebs.TagBackupUID] == uid {
-			tagged[s.Tags[ebs.TagPV]] = append(tagged[s.Tags[ebs.TagPV]], s.ID)
+		if s.SourceSnapshotID == "" && s.Tags[model.TagBackupUID] == uid {
+			tagged[s.Tags[model.TagPV]] = append(tagged[s.Tags[model.TagPV]], s.ID)
 		}
 	}
 	out := map[string]ec2sim.Snapshot{}
@@ -141,7 +141,7 @@ func requireOwnSnapshots(t *testing.T, sim *ec2sim.Simulator, res *harness.Backu
 			continue
 		}
 		cps := copies[snap.SnapshotID]
-		if len(cps) != 1 || cps[0].State != "completed" || cps[0].Tags[ebs.TagBackupUID] != uid {
+		if len(cps) != 1 || cps[0].State != "completed" || cps[0].Tags[model.TagBackupUID] != uid {
 			t.Errorf("%s: copies of %s: %+v, want one completed copy tagged with backup UID %s", snap.PV, snap.SnapshotID, cps, uid)
 			continue
 		}
@@ -225,7 +225,7 @@ func requireUntouched(t *testing.T, sim *ec2sim.Simulator, before ...map[string]
 			is, ok := now[id]
 			switch {
 			case !ok:
-				t.Errorf("%s (%s of %s) is gone", id, was.Region, was.Tags[ebs.TagPV])
+				t.Errorf("%s (%s of %s) is gone", id, was.Region, was.Tags[model.TagPV])
 			case is.State != was.State || is.DeletePending || fmt.Sprint(is.Tags) != fmt.Sprint(was.Tags):
 				t.Errorf("%s in %s changed: %s %v → %s (deleting %v) %v", id, was.Region, was.State, was.Tags, is.State, is.DeletePending, is.Tags)
 			}
@@ -270,7 +270,7 @@ func TestTwoInstallsOneBackupNameOneAccount(t *testing.T) {
 		requireOwnSnapshots(t, r.Sim, res)
 		own[i] = map[string]ec2sim.Snapshot{}
 		for _, s := range append(r.Sim.Snapshots(sourceRegion), r.Sim.Snapshots(copyRegion)...) {
-			if s.Tags[ebs.TagBackupUID] == string(res.Backup.UID) {
+			if s.Tags[model.TagBackupUID] == string(res.Backup.UID) {
 				own[i][s.ID] = s
 			}
 		}
@@ -280,8 +280,8 @@ func TestTwoInstallsOneBackupNameOneAccount(t *testing.T) {
 	}
 	sources := byID(r.Sim.Snapshots(sourceRegion))
 	for _, c := range r.Sim.Snapshots(copyRegion) {
-		if src, ok := sources[c.SourceSnapshotID]; !ok || c.Tags[ebs.TagBackupUID] != src.Tags[ebs.TagBackupUID] {
-			t.Errorf("copy %s of %s has backup UID %q, its source %q", c.ID, c.SourceSnapshotID, c.Tags[ebs.TagBackupUID], src.Tags[ebs.TagBackupUID])
+		if src, ok := sources[c.SourceSnapshotID]; !ok || c.Tags[model.TagBackupUID] != src.Tags[model.TagBackupUID] {
+			t.Errorf("copy %s of %s has backup UID %q, its source %q", c.ID, c.SourceSnapshotID, c.Tags[model.TagBackupUID], src.Tags[model.TagBackupUID])
 		}
 	}
 	if n := r.Sim.Stats().Total("CopySnapshot", "ok"); n != 24 {
@@ -570,7 +570,7 @@ func TestDeletionWhileCopiesAreStartingLeavesNothing(t *testing.T) {
 	for _, region := range []string{sourceRegion, copyRegion} {
 		for _, s := range r.Sim.Snapshots(region) {
 			if !s.DeletePending {
-				t.Errorf("left in %s: %s of %s, %s, tags %v", region, s.ID, s.Tags[ebs.TagPV], s.State, s.Tags)
+				t.Errorf("left in %s: %s of %s, %s, tags %v", region, s.ID, s.Tags[model.TagPV], s.State, s.Tags)
 			}
 		}
 	}
@@ -595,7 +595,7 @@ func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
 	target := r.PVs[0].Name // snapshotted first: in the first wave of copies
 	sourceOf := func() (src ec2sim.Snapshot, copies []ec2sim.Snapshot) {
 		for _, s := range r.Sim.Snapshots(sourceRegion) {
-			if s.Tags[ebs.TagPV] == target {
+			if s.Tags[model.TagPV] == target {
 				src = s
 			}
 		}
@@ -662,7 +662,7 @@ func TestCancelledOperationIsNeverCopiedAgain(t *testing.T) {
 		t.Error(violations[id])
 	}
 	src, copies := sourceOf()
-	if src.ID != sourceID || src.State != "completed" || src.Tags[ebs.TagCopyCancelled] == "" {
+	if src.ID != sourceID || src.State != "completed" || src.Tags[model.TagCopyCancelled] == "" {
 		t.Errorf("source of %s: %s %s tags %v, want %s kept, completed, marked copy-cancelled", target, src.ID, src.State, src.Tags, sourceID)
 	}
 	if len(copies) != 0 {

@@ -9,7 +9,7 @@ import (
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1api "k8s.io/api/core/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
@@ -55,7 +55,7 @@ func newAccountBRig(t *testing.T, seed int64, volumes int, before func(*suite)) 
 	if err := r.PutSecret(secret, map[string][]byte{secretKey: keyOfB.CredentialsFile()}); err != nil {
 		t.Fatal(err)
 	}
-	loc := harness.NewLocation(locationB, map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion})
+	loc := harness.NewLocation(locationB, map[string]string{model.ConfigRegion: sourceRegion, model.ConfigCopyToRegion: copyRegion})
 	loc.Spec.Credential = &corev1api.SecretKeySelector{LocalObjectReference: corev1api.LocalObjectReference{Name: secret}, Key: secretKey}
 	return r, loc
 }
@@ -78,7 +78,7 @@ func TestLocationCredentialFromAPI(t *testing.T) {
 	r, loc := newAccountBRig(t, 11, 4, nil)
 	// Another location of the provider in the region, with the environment's credentials: the
 	// item actions must take the one the Backup names.
-	r.KubeAPI.Put(harness.NewLocation("account-a", map[string]string{ebs.ConfigRegion: sourceRegion, ebs.ConfigCopyToRegion: copyRegion}))
+	r.KubeAPI.Put(harness.NewLocation("account-a", map[string]string{model.ConfigRegion: sourceRegion, model.ConfigCopyToRegion: copyRegion}))
 
 	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
 	defer cancel()

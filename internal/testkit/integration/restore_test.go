@@ -13,7 +13,7 @@ import (
 	corev1api "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
@@ -23,7 +23,7 @@ import (
 // drLocation is the recovery cluster's location: the same name as the backed-up cluster's,
 // in the copy region.
 func drLocation() *velerov1api.VolumeSnapshotLocation {
-	return harness.NewLocation("default", map[string]string{ebs.ConfigRegion: copyRegion})
+	return harness.NewLocation("default", map[string]string{model.ConfigRegion: copyRegion})
 }
 
 // A recovery cluster in the copy region restores every volume from its copy there, in an AZ of
@@ -95,8 +95,8 @@ func TestRestoreInCopyRegionWaitsForInitialization(t *testing.T) {
 	res := r.backup(location(copyRegion), 0)
 	requireCompleted(t, res, len(r.PVs))
 	dr := drLocation()
-	dr.Spec.Config[ebs.ConfigVolumeInitializationRate] = "300"
-	dr.Spec.Config[ebs.ConfigWaitForVolumeInitialization] = "true"
+	dr.Spec.Config[model.ConfigVolumeInitializationRate] = "300"
+	dr.Spec.Config[model.ConfigWaitForVolumeInitialization] = "true"
 	watch := &initializationWatch{t: t, ec2: r.EC2(copyRegion), seen: map[string]bool{}}
 	r.Core.Observer = watch
 	restore, err := r.Core.Restore(t.Context(), harness.RestoreRequest{Name: "restore-initialized", Backup: res, Location: dr})
@@ -141,7 +141,7 @@ func (w *initializationWatch) Observe(s harness.Status) {
 			continue
 		}
 		w.seen[op.ID] = true
-		vop, err := ebs.ParseVolumeOperationID(op.ID)
+		vop, err := model.ParseVolumeOperationID(op.ID)
 		if err != nil {
 			w.t.Errorf("operation %s: %v", op.ID, err)
 			continue

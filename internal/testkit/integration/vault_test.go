@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
@@ -24,7 +24,7 @@ const deletionSettle = 30 * time.Second
 func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 	const volumes = 50
 	r := newAPIRig(t, rig.WithAccounts(rig.FastConfig(21), nil, nil), volumes)
-	loc, err := r.VaultLocation("", ebs.LockModeGovernance)
+	loc, err := r.VaultLocation("", model.LockModeGovernance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 
 	// A recovery location in the vault account: the same name, the copy region, the vault's
 	// credentials (its Secret), no vault of its own.
-	recovery := harness.NewLocation(loc.Name, map[string]string{ebs.ConfigRegion: rig.CopyRegion})
+	recovery := harness.NewLocation(loc.Name, map[string]string{model.ConfigRegion: rig.CopyRegion})
 	recovery.Spec.Credential = rig.VaultCredential()
 	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "from-the-vault", Backup: res, Location: recovery})
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 
 // The accounts of Accounts and their access keys.
@@ -108,14 +110,14 @@ func (a *Accounts) Options() []ebs.Option {
 
 // Snapshot takes a snapshot of a new volume of the source account in region, as Velero asks
 // the plugin for it under cfg, and returns the snapshot and the operation following it.
-func (a *Accounts) Snapshot(cfg ebs.Config, region string, vol ec2sim.VolumeSpec) (snapID, opID string, err error) {
+func (a *Accounts) Snapshot(cfg model.Config, region string, vol ec2sim.VolumeSpec) (snapID, opID string, err error) {
 	vol.AvailabilityZone = region + "a"
 	volID := a.Sim.AddVolumesTo(SourceAccount, region, vol)[0]
 	handoff := ebs.NewHandoff(a.Clock)
 	handoff.Put(AccountsBackup, accountsPV, volID, accountsUID)
-	op := ebs.Operation{Region: region, VolumeID: volID, Issued: a.Clock.Now(), PV: accountsPV}
-	s := ebs.NewSnapshotter(cfg, a.Source, append(a.Options(), ebs.WithHandoff(handoff))...)
-	id, err := s.CreateSnapshot(context.Background(), volID, map[string]string{ebs.TagBackup: AccountsBackup, ebs.TagPV: accountsPV})
+	op := model.Operation{Region: region, VolumeID: volID, Issued: a.Clock.Now(), PV: accountsPV}
+	s := tracking.NewSnapshotter(cfg, a.Source, append(a.Options(), ebs.WithHandoff(handoff))...)
+	id, err := s.CreateSnapshot(context.Background(), volID, map[string]string{model.TagBackup: AccountsBackup, model.TagPV: accountsPV})
 	return id, op.String(), err
 }
 
@@ -128,10 +130,10 @@ func (a *Accounts) Follow(opID string, restart bool) (seen []string, last velero
 	backup.Name, backup.UID = AccountsBackup, accountsUID
 	backup.Status.Phase = velerov1.BackupPhaseWaitingForPluginOperations
 	backup.Status.VolumeSnapshotsAttempted, backup.Status.VolumeSnapshotsCompleted = 1, 1
-	tr := ebs.NewTracker(a.Source, a.Options()...)
+	tr := tracking.NewTracker(a.Source, a.Options()...)
 	for range maxProgressCalls {
 		if restart {
-			tr = ebs.NewTracker(a.Source, a.Options()...)
+			tr = tracking.NewTracker(a.Source, a.Options()...)
 		}
 		p, err := tr.Progress(context.Background(), opID, backup)
 		if err != nil {

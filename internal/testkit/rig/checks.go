@@ -7,7 +7,7 @@ import (
 
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
@@ -69,7 +69,7 @@ func (r *Rig) CheckSnapshots(res *Result, b *harness.BackupResult, copyTo string
 		}
 		cp := copies[snap.PV]
 		if len(cp) != 1 || cp[0].State != "completed" || cp[0].SourceSnapshotID != snap.SnapshotID ||
-			cp[0].Tags[ebs.TagSourceSnapshotID] != snap.SnapshotID || cp[0].Tags[ebs.TagSourceRegion] != SourceRegion {
+			cp[0].Tags[model.TagSourceSnapshotID] != snap.SnapshotID || cp[0].Tags[model.TagSourceRegion] != SourceRegion {
 			res.Problemf("%s: copies in %s %+v, want one completed copy of %s", snap.PV, copyTo, cp, snap.SnapshotID)
 		}
 	}
@@ -82,10 +82,10 @@ func (r *Rig) CheckSnapshots(res *Result, b *harness.BackupResult, copyTo string
 func (r *Rig) PerPV(region, backup string, copies bool) map[string][]ec2sim.Snapshot {
 	out := map[string][]ec2sim.Snapshot{}
 	for _, s := range r.Sim.Snapshots(region) {
-		if s.Tags[ebs.TagBackup] != backup || (s.SourceSnapshotID != "") != copies {
+		if s.Tags[model.TagBackup] != backup || (s.SourceSnapshotID != "") != copies {
 			continue
 		}
-		out[s.Tags[ebs.TagPV]] = append(out[s.Tags[ebs.TagPV]], s)
+		out[s.Tags[model.TagPV]] = append(out[s.Tags[model.TagPV]], s)
 	}
 	return out
 }
@@ -111,7 +111,7 @@ func (r *Rig) Usable(backup, pvName, copyTo string) string {
 // values when absent).
 func (r *Rig) SourceOf(backup, pvName string) (source, copy ec2sim.Snapshot) {
 	for _, s := range r.Sim.Snapshots(SourceRegion) {
-		if s.SourceSnapshotID == "" && s.Tags[ebs.TagBackup] == backup && s.Tags[ebs.TagPV] == pvName {
+		if s.SourceSnapshotID == "" && s.Tags[model.TagBackup] == backup && s.Tags[model.TagPV] == pvName {
 			source = s
 		}
 	}
@@ -146,7 +146,7 @@ func (r *Rig) CountLeaked(res *Result, settle time.Duration) {
 			res.Leaked++
 			if len(res.Problems) < 20 {
 				res.Problemf("left after deletion: %s in %s (%s, %s, backup %q, pv %q, delete pending %v)", s.ID, region, s.VolumeID, s.State,
-					s.Tags[ebs.TagBackup], s.Tags[ebs.TagPV], s.DeletePending)
+					s.Tags[model.TagBackup], s.Tags[model.TagPV], s.DeletePending)
 			}
 		}
 	}
@@ -159,13 +159,13 @@ func Duplicates(sim *ec2sim.Simulator, backup string) int {
 	perVolume, perSource := map[string]int{}, map[string]int{}
 	for _, region := range []string{SourceRegion, CopyRegion} {
 		for _, s := range sim.Snapshots(region) {
-			if s.Tags[ebs.TagBackup] != backup {
+			if s.Tags[model.TagBackup] != backup {
 				continue
 			}
 			if s.SourceSnapshotID != "" {
 				perSource[s.SourceSnapshotID]++
 			} else {
-				perVolume[region+"/"+s.Tags[ebs.TagBackupUID]+"/"+s.VolumeID]++
+				perVolume[region+"/"+s.Tags[model.TagBackupUID]+"/"+s.VolumeID]++
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/itemoperation"
 	corev1api "k8s.io/api/core/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
@@ -175,9 +175,9 @@ func FileName(s string) string {
 
 // Location is the VolumeSnapshotLocation "default" in region, copying to copyTo when not empty.
 func Location(region, copyTo string) *velerov1api.VolumeSnapshotLocation {
-	cfg := map[string]string{ebs.ConfigRegion: region}
+	cfg := map[string]string{model.ConfigRegion: region}
 	if copyTo != "" {
-		cfg[ebs.ConfigCopyToRegion] = copyTo
+		cfg[model.ConfigCopyToRegion] = copyTo
 	}
 	return harness.NewLocation("default", cfg)
 }
@@ -223,9 +223,9 @@ func (r *Rig) record(res *Result, b *harness.BackupResult) {
 
 // earlyCheck returns the check of req's operations as core sees them complete.
 func (r *Rig) earlyCheck(res *Result, req harness.BackupRequest) *earlyCheck {
-	c := &earlyCheck{rig: r, res: res, backup: req.Name, copyTo: req.Location.Spec.Config[ebs.ConfigCopyToRegion], seen: map[*harness.Operation]bool{}}
+	c := &earlyCheck{rig: r, res: res, backup: req.Name, copyTo: req.Location.Spec.Config[model.ConfigCopyToRegion], seen: map[*harness.Operation]bool{}}
 	if c.vault = hasVault(req.Location); c.vault {
-		c.lockMode = req.Location.Spec.Config[ebs.ConfigVaultLockMode]
+		c.lockMode = req.Location.Spec.Config[model.ConfigVaultLockMode]
 	}
 	return c
 }
@@ -267,8 +267,8 @@ func (r *Rig) Delete(res *Result, b *harness.BackupResult, loc *velerov1api.Volu
 	start := time.Now()
 	err := r.Core.DeleteBackup(b, loc)
 	if err != nil {
-		res.Problemf("deleting backup %s through %s: %v", b.Backup.Name, loc.Spec.Config[ebs.ConfigRegion], err)
+		res.Problemf("deleting backup %s through %s: %v", b.Backup.Name, loc.Spec.Config[model.ConfigRegion], err)
 	}
-	r.env.Logf("  deletion of %s through %s: %d snapshots, %s, error %v", b.Backup.Name, loc.Spec.Config[ebs.ConfigRegion],
+	r.env.Logf("  deletion of %s through %s: %d snapshots, %s, error %v", b.Backup.Name, loc.Spec.Config[model.ConfigRegion],
 		len(b.Snapshots), time.Since(start).Round(100*time.Millisecond), err)
 }

@@ -9,7 +9,7 @@ import (
 	velerov1api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 )
@@ -26,17 +26,17 @@ const vaultSecret = "vault-credentials"
 // locked in lockMode for a day when lockMode is set.
 func (r *Rig) VaultLocation(copyTo, lockMode string) (*velerov1api.VolumeSnapshotLocation, error) {
 	key := accountKeys[VaultAccount]
-	if err := r.PutSecret(vaultSecret, map[string][]byte{ebs.DefaultVaultCredentialKey: key.CredentialsFile()}); err != nil {
+	if err := r.PutSecret(vaultSecret, map[string][]byte{model.DefaultVaultCredentialKey: key.CredentialsFile()}); err != nil {
 		return nil, err
 	}
 	loc := Location(SourceRegion, copyTo)
 	loc.Name = "vault"
-	for k, v := range map[string]string{ebs.ConfigVaultAccountID: VaultAccount, ebs.ConfigVaultCredentialSecret: vaultSecret, ebs.ConfigVaultRegion: CopyRegion} {
+	for k, v := range map[string]string{model.ConfigVaultAccountID: VaultAccount, model.ConfigVaultCredentialSecret: vaultSecret, model.ConfigVaultRegion: CopyRegion} {
 		loc.Spec.Config[k] = v
 	}
 	if lockMode != "" {
-		loc.Spec.Config[ebs.ConfigVaultLockMode] = lockMode
-		loc.Spec.Config[ebs.ConfigVaultLockDurationDays] = "1"
+		loc.Spec.Config[model.ConfigVaultLockMode] = lockMode
+		loc.Spec.Config[model.ConfigVaultLockDurationDays] = "1"
 	}
 	return loc, nil
 }
@@ -44,7 +44,7 @@ func (r *Rig) VaultLocation(copyTo, lockMode string) (*velerov1api.VolumeSnapsho
 // VaultCredential is the spec.credential of a location acting as the vault account, such as a
 // recovery location restoring from the vault copies (the Secret VaultLocation puts).
 func VaultCredential() *corev1.SecretKeySelector {
-	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: vaultSecret}, Key: ebs.DefaultVaultCredentialKey}
+	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: vaultSecret}, Key: model.DefaultVaultCredentialKey}
 }
 
 // vaultCopiesOf returns the vault account's copies of a source.
@@ -78,7 +78,7 @@ func (r *Rig) vaultUsable(src ec2sim.Snapshot, lockMode string) string {
 // CheckVault records in res what is wrong with the backup's vault copies: one completed copy per
 // snapshot (locked when the location asks), every extra one a duplicate, and nothing left shared.
 func (r *Rig) CheckVault(res *Result, b *harness.BackupResult, loc *velerov1api.VolumeSnapshotLocation) {
-	lockMode := loc.Spec.Config[ebs.ConfigVaultLockMode]
+	lockMode := loc.Spec.Config[model.ConfigVaultLockMode]
 	sources := map[string]ec2sim.Snapshot{}
 	for _, s := range r.Sim.Snapshots(SourceRegion) {
 		sources[s.ID] = s
@@ -100,8 +100,8 @@ func (r *Rig) CheckKeptVaultCopies(ctx context.Context, res *Result, b *harness.
 	c := ClientAs(r.Server.URL, VaultAccount, CopyRegion)
 	for _, snap := range b.Snapshots {
 		cs := r.vaultCopiesOf(snap.SnapshotID)
-		if len(cs) != 1 || cs[0].Tags[ebs.TagBackupDeletedAt] == "" {
-			res.Problemf("%s: vault copies %+v after the deletion, want the locked one kept, tagged %s", snap.PV, cs, ebs.TagBackupDeletedAt)
+		if len(cs) != 1 || cs[0].Tags[model.TagBackupDeletedAt] == "" {
+			res.Problemf("%s: vault copies %+v after the deletion, want the locked one kept, tagged %s", snap.PV, cs, model.TagBackupDeletedAt)
 		}
 		for _, s := range cs {
 			if _, err := c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: aws.String(s.ID)}); err != nil {
@@ -116,5 +116,5 @@ func (r *Rig) CheckKeptVaultCopies(ctx context.Context, res *Result, b *harness.
 
 // hasVault reports whether a location asks for vault copies.
 func hasVault(loc *velerov1api.VolumeSnapshotLocation) bool {
-	return loc.Spec.Config[ebs.ConfigVaultAccountID] != ""
+	return loc.Spec.Config[model.ConfigVaultAccountID] != ""
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
 	"github.com/vmware-tanzu/velero/pkg/plugin/framework/common"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 	plugin "github.com/velero-async/velero-plugin-for-aws/velero-plugin-for-aws"
@@ -58,7 +58,7 @@ func volumeSnapshotter(t *testing.T, log logrus.FieldLogger) *plugin.VolumeSnaps
 	t.Helper()
 	reg := &registry{Server: framework.NewServer(), made: map[string]common.HandlerInitializer{}}
 	plugin.Register(reg, ec2api.NewFactory())
-	return instance[*plugin.VolumeSnapshotter](t, reg, ebs.VolumeSnapshotterName, log)
+	return instance[*plugin.VolumeSnapshotter](t, reg, model.VolumeSnapshotterName, log)
 }
 
 // write replaces path's content.
@@ -77,7 +77,7 @@ func TestCredentialsNeverCrossLocations(t *testing.T) {
 	srv, volA, volB := twoAccounts(t)
 	vs := volumeSnapshotter(t, logrus.New())
 	shared := filepath.Join(t.TempDir(), "aws-account-a")
-	config := map[string]string{ebs.ConfigRegion: rig.SourceRegion, ebs.ConfigCredentialsFile: shared}
+	config := map[string]string{model.ConfigRegion: rig.SourceRegion, model.ConfigCredentialsFile: shared}
 	steps := []struct {
 		account, volume string
 		key             ec2sim.AccessKey
@@ -112,7 +112,7 @@ func TestRotatedCredentialsTakeEffectAtTheNextCall(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "credentials")
 	t.Run("volume snapshotter", func(t *testing.T) {
 		vs := volumeSnapshotter(t, logrus.New())
-		config := map[string]string{ebs.ConfigRegion: rig.SourceRegion, ebs.ConfigCredentialsFile: path}
+		config := map[string]string{model.ConfigRegion: rig.SourceRegion, model.ConfigCredentialsFile: path}
 		write(t, path, revokedKey.CredentialsFile())
 		if err := vs.Init(config); err != nil {
 			t.Fatal(err)
@@ -157,7 +157,7 @@ func TestMisplacedSecretIsNotEchoed(t *testing.T) {
 	log.SetLevel(logrus.DebugLevel)
 	vs := volumeSnapshotter(t, log)
 	for _, key := range []string{"awsSecretAccessKey", "aws_secret_access_key", "secretAccessKey"} {
-		err := vs.Init(map[string]string{ebs.ConfigRegion: rig.SourceRegion, key: secret})
+		err := vs.Init(map[string]string{model.ConfigRegion: rig.SourceRegion, key: secret})
 		if err == nil || !strings.Contains(err.Error(), `"`+key+`"`) {
 			t.Errorf("Init with %s: %v, want an error naming the key", key, err)
 		}

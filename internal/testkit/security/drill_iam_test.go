@@ -15,8 +15,8 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // sidDrill is the README's statement letting drills delete the volumes they made.
@@ -34,7 +34,7 @@ func drillRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 	w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
 	w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: drillRecoveryLocation},
 		Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider,
-			Config: map[string]string{ebs.ConfigRegion: audittest.CopyRegion, ebs.ConfigProfile: audittest.SourceProfile}}})
+			Config: map[string]string{model.ConfigRegion: audittest.CopyRegion, model.ConfigProfile: audittest.SourceProfile}}})
 	w.Backup("b1", "", w.Clock.Now(), velerov1.BackupPhaseCompleted, w.Take("b1", w.Vols[0], audittest.Outcome{}))
 	w.Take("deleted", w.Vols[1], audittest.Outcome{Unlocked: true})
 

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
@@ -80,9 +80,9 @@ func newAdapters(t *testing.T) *adapters {
 	plugin.Register(reg, ec2api.NewFactory())
 	return &adapters{
 		sim: srv.Sim,
-		vs:  instance[*plugin.VolumeSnapshotter](t, reg, ebs.VolumeSnapshotterName, log),
-		bia: instance[*plugin.SnapshotProgressAction](t, reg, ebs.BackupItemActionName, log),
-		ria: instance[*plugin.VolumeRestoreAction](t, reg, ebs.RestoreItemActionName, log),
+		vs:  instance[*plugin.VolumeSnapshotter](t, reg, model.VolumeSnapshotterName, log),
+		bia: instance[*plugin.SnapshotProgressAction](t, reg, model.BackupItemActionName, log),
+		ria: instance[*plugin.VolumeRestoreAction](t, reg, model.RestoreItemActionName, log),
 	}
 }
 
@@ -217,7 +217,7 @@ func regionOfOp(id string) string {
 	if id == "" {
 		return ""
 	}
-	op, err := ebs.ParseOperationID(id)
+	op, err := model.ParseOperationID(id)
 	if err != nil {
 		return "unparsable " + id
 	}
@@ -248,8 +248,8 @@ func TestHostileOperationIDs(t *testing.T) {
 	backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: harness.Namespace, Name: "hostile"}}
 	restore := &velerov1.Restore{ObjectMeta: metav1.ObjectMeta{Namespace: harness.Namespace, Name: "hostile"}, Spec: velerov1.RestoreSpec{BackupName: "hostile"}}
 	valid := map[string]string{
-		"backup":  ebs.Operation{Region: "us-east-1", VolumeID: hostileVolume}.String(),
-		"restore": ebs.VolumeOperation{Operation: ebs.Operation{Region: "us-east-1", VolumeID: hostileVolume}}.String(),
+		"backup":  model.Operation{Region: "us-east-1", VolumeID: hostileVolume}.String(),
+		"restore": model.VolumeOperation{Operation: model.Operation{Region: "us-east-1", VolumeID: hostileVolume}}.String(),
 	}
 	// Each action also gets the other's valid IDs: a backup operation ID is not a restore's.
 	cases := append(ids, struct{ name, id string }{"the restore action's", valid["restore"]}, struct{ name, id string }{"the backup action's", valid["backup"]})
@@ -366,10 +366,10 @@ func TestHostileTags(t *testing.T) {
 		},
 		{
 			name:       "labels and volume tags colliding with the plugin's keys",
-			volumeTags: map[string]string{ebs.TagCopyToRegion: "eu-west-1", ebs.TagVolumeType: "io2", ebs.TagSourceRegion: "ap-south-1"},
-			labels:     map[string]string{ebs.TagCopyToRegion: "eu-west-1", ebs.TagSourceSnapshotID: "snap-0123456789abcdef0", ebs.TagCopyRequestedAt: "2020-01-01T00:00:00Z", ebs.TagBackup: "other"},
-			wantTags:   map[string]string{ebs.TagCopyToRegion: rig.CopyRegion, ebs.TagVolumeType: "gp3"},
-			wantAbsent: []string{ebs.TagSourceSnapshotID, ebs.TagSourceRegion, ebs.TagCopyRequestedAt},
+			volumeTags: map[string]string{model.TagCopyToRegion: "eu-west-1", model.TagVolumeType: "io2", model.TagSourceRegion: "ap-south-1"},
+			labels:     map[string]string{model.TagCopyToRegion: "eu-west-1", model.TagSourceSnapshotID: "snap-0123456789abcdef0", model.TagCopyRequestedAt: "2020-01-01T00:00:00Z", model.TagBackup: "other"},
+			wantTags:   map[string]string{model.TagCopyToRegion: rig.CopyRegion, model.TagVolumeType: "gp3"},
+			wantAbsent: []string{model.TagSourceSnapshotID, model.TagSourceRegion, model.TagCopyRequestedAt},
 		},
 	}
 	for i, tc := range tests {
@@ -380,7 +380,7 @@ func TestHostileTags(t *testing.T) {
 			for k, v := range tc.labels {
 				tags[k] = v
 			}
-			tags[ebs.TagBackup], tags[ebs.TagPV] = backup, pvName // core's, set last as core does
+			tags[model.TagBackup], tags[model.TagPV] = backup, pvName // core's, set last as core does
 			var id string
 			noPanic(t, "CreateSnapshot", func() {
 				var err error
@@ -399,7 +399,7 @@ func TestHostileTags(t *testing.T) {
 			if len(got) > 50 {
 				t.Errorf("%d tags, EC2 allows 50", len(got))
 			}
-			want := map[string]string{ebs.TagBackup: backup, ebs.TagPV: pvName, ebs.TagCopyToRegion: rig.CopyRegion}
+			want := map[string]string{model.TagBackup: backup, model.TagPV: pvName, model.TagCopyToRegion: rig.CopyRegion}
 			for k, v := range tc.wantTags {
 				want[k] = v
 			}

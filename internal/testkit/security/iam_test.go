@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/fixture"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
@@ -72,7 +72,7 @@ const smallVolumeGiB = 1
 
 // waitForInitialization is the locations' config for restores that wait until EC2 reports
 // their volumes initialized at a provisioned rate, as ec2:DescribeVolumeStatus lets them.
-var waitForInitialization = map[string]string{ebs.ConfigVolumeInitializationRate: "300", ebs.ConfigWaitForVolumeInitialization: "true"}
+var waitForInitialization = map[string]string{model.ConfigVolumeInitializationRate: "300", model.ConfigWaitForVolumeInitialization: "true"}
 
 // TestIAMPolicyIsExactlyWhatThePluginNeeds runs a backup with copies (more copies than EC2
 // slots, so some are queued), a restore in the copy region that waits for its volumes'

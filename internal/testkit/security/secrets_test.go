@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
 
@@ -46,7 +46,7 @@ func TestNoCredentialInLogs(t *testing.T) {
 	}
 	res := cycle{
 		rig:   r,
-		extra: map[string]string{ebs.ConfigCredentialsFile: credentials, ebs.ConfigProfile: "velero"},
+		extra: map[string]string{model.ConfigCredentialsFile: credentials, model.ConfigProfile: "velero"},
 		before: func() {
 			t.Setenv("AWS_SECRET_ACCESS_KEY", secrets["AWS_SECRET_ACCESS_KEY"])
 			t.Setenv("AWS_SESSION_TOKEN", secrets["AWS_SESSION_TOKEN"])

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/deleting"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
 )
@@ -30,8 +31,8 @@ func vaultRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 		Faults:           ec2sim.Faults{DropAfterEffectRate: 1, DropActions: []string{"ModifySnapshotAttribute"}},
 	}, sourceAllowed, vaultAllowed)
 	var problems []string
-	for _, lock := range []ebs.Lock{{Mode: ebs.LockModeGovernance, Days: 1}, {}} {
-		cfg := ebs.Config{Region: vaultSourceRegion, Vault: ebs.VaultConfig{AccountID: rig.VaultAccount, Profile: "vault", Region: vaultRegion, Lock: lock}}
+	for _, lock := range []model.Lock{{Mode: model.LockModeGovernance, Days: 1}, {}} {
+		cfg := model.Config{Region: vaultSourceRegion, Vault: model.VaultConfig{AccountID: rig.VaultAccount, Profile: "vault", Region: vaultRegion, Lock: lock}}
 		srcID, opID, err := a.Snapshot(cfg, vaultSourceRegion, ec2sim.VolumeSpec{SizeGiB: 8})
 		if err != nil {
 			return append(problems, "CreateSnapshot: "+err.Error())
@@ -53,7 +54,7 @@ func vaultRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 		if lock.Mode != "" {
 			continue
 		}
-		s := ebs.NewDeleter(cfg, a.Source, a.Options()...)
+		s := deleting.NewDeleter(cfg, a.Source, a.Options()...)
 		if err := s.DeleteSnapshot(context.Background(), srcID); err != nil {
 			problems = append(problems, "deletion: "+err.Error())
 		}

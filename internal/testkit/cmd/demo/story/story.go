@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/process"
@@ -54,7 +54,7 @@ func run(ctx context.Context, o options, plugin *rig.Plugin, w io.Writer) (ok bo
 		}
 	}()
 	r.Core.Workers = o.workers
-	loc, err := r.VaultLocation(rig.CopyRegion, ebs.LockModeGovernance)
+	loc, err := r.VaultLocation(rig.CopyRegion, model.LockModeGovernance)
 	if err != nil {
 		return false, err
 	}
@@ -79,7 +79,7 @@ func run(ctx context.Context, o options, plugin *rig.Plugin, w io.Writer) (ok bo
 
 	steps.printf("restore %s in %s, as a recovery cluster does: a location of the same name in the copy region", restoreName, rig.CopyRegion)
 	steps.blank()
-	recovery := harness.NewLocation(loc.Name, map[string]string{ebs.ConfigRegion: rig.CopyRegion})
+	recovery := harness.NewLocation(loc.Name, map[string]string{model.ConfigRegion: rig.CopyRegion})
 	s.restore, err = r.Core.Restore(ctx, harness.RestoreRequest{Name: restoreName, Backup: s.backup, Location: recovery})
 	if err != nil {
 		return false, fmt.Errorf("restore: %w", err)

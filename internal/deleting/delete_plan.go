@@ -1,0 +1,409 @@
+package deleting
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+)
+
+// A deletion reads EC2 (readDeletion), decides with decideDeletion, a pure function of what it
+// read, the location's config and the time, then acts (DeleteSnapshot). This file holds the
+// decision and the types it reads and answers with.
+
+// regionalSnapshot names a snapshot and the region that holds it.
+type regionalSnapshot struct{ region, id string }
+
+func (r regionalSnapshot) String() string { return r.id + " in " + r.region }
+
+// credentialsOf names the credentials a deletion reached a snapshot with.
+type credentialsOf int
+
+const (
+	// locationCredentials are the deleting location's own.
+	locationCredentials credentialsOf = iota
+	// vaultCredentials are those of the location's vault account.
+	vaultCredentials
+)
+
+// foundSnapshot is a snapshot a deletion read: where, and through which credentials.
+type foundSnapshot struct {
+	regionalSnapshot
+	via  credentialsOf
+	snap types.Snapshot
+}
+
+// found describes snap as region lists it through via.
+func found(region string, via credentialsOf, snap types.Snapshot) foundSnapshot {
+	return foundSnapshot{regionalSnapshot{region, aws.ToString(snap.SnapshotId)}, via, snap}
+}
+
+// deletionSeen is what one look at EC2 tells a deletion of the snapshot Velero recorded.
+type deletionSeen struct {
+	// here is the deleting location's region; recordedID the snapshot ID Velero recorded.
+	here, recordedID string
+	// elsewhere is the deleting location's copyToRegion, where a recorded snapshot here does
+	// not hold may be the source (a recovery cluster's location); "" without one.
+	elsewhere string
+	// recordedCopy is the recorded snapshot when here lists it as a copy (a location in the
+	// copy region given a copy's ID).
+	recordedCopy *types.Snapshot
+	// sourceID names the source; sourceRegion its region, "" when neither the source nor the
+	// copies agree on one.
+	sourceID, sourceRegion string
+	// source is the source as its region lists it through the location's credentials; nil
+	// when it does not (gone, or in another account).
+	source *types.Snapshot
+	// copies are the snapshots tagged as copies of sourceID (TagSourceSnapshotID) in every
+	// region that may hold one, through the location's and the vault's credentials.
+	copies []foundSnapshot
+	// siblings are the other snapshots of the CreateSnapshot call that made the source, when
+	// that call marked the source as the recorded one.
+	siblings []foundSnapshot
+	// unreturned are the snapshots in the source's region tagged with the source's backup UID
+	// and still marked recordedPending: made by CreateSnapshot calls of the backup that
+	// returned an error to Velero, which records no ID for them and so never deletes them.
+	unreturned []foundSnapshot
+	// locks are the lock states of the copies asked to be locked (TagVaultLock).
+	locks map[regionalSnapshot]types.LockState
+	// markedAt is when this deletion marked the source as being deleted; zero before.
+	markedAt time.Time
+	// unlisted is what marking the recorded snapshot told, when EC2 lists neither it nor a
+	// copy of it: EC2 may not list a snapshot made moments ago yet.
+	unlisted unlistedState
+}
+
+// deletionPolicy is what the deleting location's config and settings say about deletion.
+type deletionPolicy struct {
+	// retainVaultCopies is the location's vaultRetainOnDelete.
+	retainVaultCopies bool
+	// listingLag is how long EC2 may take to list a copy it has just started.
+	listingLag time.Duration
+}
+
+// deletionTarget is a snapshot to delete, or to keep or leave alone with the reason why.
+type deletionTarget struct {
+	regionalSnapshot
+	via credentialsOf
+	why string
+}
+
+// deletionPlan is what a deletion does next. At most one of refusal, mark and waitUntil is
+// set; when none is, the deletion deletes source, then rest, and keeps and leaves the others.
+type deletionPlan struct {
+	// refusal, when set, is why nothing may be deleted.
+	refusal string
+	// probe is the recorded snapshot, listed nowhere, in each region it may be in, to mark as
+	// being deleted: EC2 accepting the mark in one says it exists (not listed yet), refusing it
+	// as not found in all that it is gone.
+	probe []regionalSnapshot
+	// mark is the source to mark as being deleted (TagDeletionRequestedAt) before anything
+	// else; EC2 is read again afterwards.
+	mark *regionalSnapshot
+	// waitUntil is when a copy asked for just before the source's mark is listed at the
+	// latest; until then EC2 is read again. waitingFor says which.
+	waitUntil  time.Time
+	waitingFor string
+	// unreturned are deleted first: the backup's snapshots whose CreateSnapshot returned an
+	// error to Velero, found through the source's backup UID, so the source stays until they
+	// are gone. source is deleted next (nil when it is not this location's to delete); rest
+	// only once it is gone, so that a deletion failing half-way leaves what the next one needs.
+	unreturned []deletionTarget
+	source     *deletionTarget
+	rest       []deletionTarget
+	// keep are this backup's snapshots that stay (locked, or retained vault copies): tagged
+	// with when their backup was deleted, and logged. leave are snapshots that only look like
+	// this backup's: not touched, logged.
+	keep, leave []deletionTarget
+}
+
+// copyTarget is one place a source's copy goes: the copy region or the vault.
+type copyTarget struct {
+	regionTag, requestedTag string
+	vault                   bool
+}
+
+// copyTargets are the places a source may have copies, by the tags that name them.
+var copyTargets = []copyTarget{
+	{regionTag: model.TagCopyToRegion, requestedTag: model.TagCopyRequestedAt},
+	{regionTag: model.TagVaultRegion, requestedTag: model.TagVaultRequestedAt, vault: true},
+}
+
+// backupOf is what makes a snapshot this backup's: its source snapshot and region, and the
+// backup named on it (its name and, when tagged, its UID).
+type backupOf struct{ sourceID, sourceRegion, name, uid string }
+
+func (b backupOf) String() string {
+	s := fmt.Sprintf("backup %q", b.name)
+	if b.uid != "" {
+		s += " (UID " + b.uid + ")"
+	}
+	return s + ", source " + b.sourceID + " in " + b.sourceRegion
+}
+
+// claimsOf is the backup a copy says it belongs to.
+func claimsOf(c types.Snapshot) backupOf {
+	t := model.TagMap(c.Tags)
+	return backupOf{t[model.TagSourceSnapshotID], t[model.TagSourceRegion], t[model.TagBackup], t[model.TagBackupUID]}
+}
+
+// has reports whether a copy that claims c belongs to b: the same source, region and backup
+// name, and the same UID when both carry one.
+func (b backupOf) has(c backupOf) bool {
+	return c.sourceID == b.sourceID && c.sourceRegion == b.sourceRegion && c.name == b.name &&
+		(b.uid == "" || c.uid == "" || b.uid == c.uid)
+}
+
+// decideDeletion decides what a deletion does with what it saw, under the location's policy,
+// at now. It reads nothing and logs nothing: the caller acts on the plan and reads EC2 again
+// after a mark or while waiting.
+//
+// What is this backup's: the source Velero recorded (or the source of the recorded copy), and
+// the copies tagged with its ID whose source region and backup match the source's (or, when
+// the source cannot be read, the recorded copy's; without either, the copies must agree, or
+// nothing is deleted). Vault copies (found with the vault's credentials, or tagged with their
+// source account) are kept when the location, the source or the copy itself asks for it.
+// Copies EC2 reports locked are kept. A source is marked as being deleted before its deletion
+// while a copy of it may still start (a target without a copy), and a copy asked for just
+// before the mark is waited for, for EC2's listing lag.
+func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) deletionPlan {
+	ours, refusal := seen.backup()
+	if refusal != "" {
+		return deletionPlan{refusal: refusal}
+	}
+	var plan deletionPlan
+	var copies []foundSnapshot
+	for _, c := range seen.copies {
+		if claim := claimsOf(c.snap); !ours.has(claim) {
+			plan.leave = append(plan.leave, deletionTarget{c.regionalSnapshot, c.via,
+				fmt.Sprintf("it is tagged as a copy of %s, but of %s, not of this deletion's %s", seen.sourceID, claim, ours)})
+			continue
+		}
+		copies = append(copies, c)
+	}
+	if seen.source == nil && seen.recordedCopy == nil && len(copies) == 0 && cmp.Or(seen.sourceRegion, seen.here) == seen.here {
+		switch seen.unlisted {
+		case unlistedUnknown:
+			probe := []regionalSnapshot{{seen.here, seen.sourceID}}
+			if seen.elsewhere != "" && seen.elsewhere != seen.here {
+				probe = append(probe, regionalSnapshot{seen.elsewhere, seen.sourceID})
+			}
+			return deletionPlan{probe: probe}
+		case unlistedExists:
+			// Made moments ago: its copy may have been asked for before the mark.
+			if until := seen.markedAt.Add(policy.listingLag); now.Before(until) {
+				return deletionPlan{waitUntil: until, waitingFor: fmt.Sprintf("snapshot %s, which EC2 does not list yet", seen.sourceID)}
+			}
+		}
+	}
+	if src := seen.source; src != nil {
+		if m := seen.markTarget(copies); m != nil {
+			return deletionPlan{mark: m}
+		}
+		if until, what := seen.copyMayStart(copies, policy.listingLag); now.Before(until) {
+			return deletionPlan{waitUntil: until, waitingFor: what}
+		}
+	}
+	unreturned, leave := seen.unreturnedOf(ours)
+	plan.unreturned, plan.leave = unreturned, append(plan.leave, leave...)
+	sourceRegion := cmp.Or(seen.sourceRegion, seen.here)
+	switch owner := otherSourceAccount(copies); {
+	case seen.source == nil && owner != "":
+		plan.leave = append(plan.leave, deletionTarget{regionalSnapshot{sourceRegion, seen.sourceID}, locationCredentials,
+			fmt.Sprintf("the source belongs to account %s, which this location's credentials are not: that account's deletion deletes it", owner)})
+	default:
+		plan.source = &deletionTarget{regionalSnapshot: regionalSnapshot{sourceRegion, seen.sourceID}}
+	}
+	for _, sib := range seen.siblings {
+		plan.rest = append(plan.rest, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
+	}
+	for _, c := range copies {
+		t := deletionTarget{regionalSnapshot: c.regionalSnapshot, via: c.via}
+		switch why := seen.keepReason(c, policy); {
+		case why != "":
+			t.why = why
+			plan.keep = append(plan.keep, t)
+		default:
+			plan.rest = append(plan.rest, t)
+		}
+	}
+	return plan
+}
+
+// backup is the backup whose snapshots this deletion deletes: the source's, else the recorded
+// copy's, else the one every copy agrees on. refusal says why none can be told.
+func (seen deletionSeen) backup() (b backupOf, refusal string) {
+	for _, anchor := range []*types.Snapshot{seen.source, seen.recordedCopy} {
+		if anchor != nil {
+			t := model.TagMap(anchor.Tags)
+			return backupOf{seen.sourceID, cmp.Or(seen.sourceRegion, seen.here), t[model.TagBackup], t[model.TagBackupUID]}, ""
+		}
+	}
+	claims := map[backupOf][]string{}
+	for _, c := range seen.copies {
+		claim := claimsOf(c.snap)
+		claim.uid = "" // copies made before UIDs were tagged agree with those made after
+		claims[claim] = append(claims[claim], c.String())
+	}
+	switch len(claims) {
+	case 0:
+		return backupOf{sourceID: seen.sourceID, sourceRegion: cmp.Or(seen.sourceRegion, seen.here)}, ""
+	case 1:
+		for claim := range claims {
+			return claim, ""
+		}
+	}
+	var which []string
+	for claim, ids := range claims {
+		which = append(which, fmt.Sprintf("%s (%s)", strings.Join(ids, ", "), claim))
+	}
+	slices.Sort(which)
+	return backupOf{}, fmt.Sprintf("snapshot %s is not listed, and the snapshots tagged as its copies belong to different backups or source regions: %s; "+
+		"nothing deleted, since which are this backup's cannot be told (another tool or install tags snapshots with %s)",
+		seen.sourceID, strings.Join(which, "; "), model.TagSourceSnapshotID)
+}
+
+// unreturnedOf splits the unreturned snapshots the deletion read into those of backup b to
+// delete and those to leave alone: a copy, another backup's (by name or UID: another install,
+// or an earlier backup of the same name, whose CreateSnapshot calls may still be under way),
+// or the recorded source itself. Velero deletes a backup only once its item phase is over (it
+// refuses while the backup is in progress, and a server restart fails a backup that was), so
+// no CreateSnapshot call of b can still return one of its own to Velero: each goes, however
+// young.
+func (seen deletionSeen) unreturnedOf(b backupOf) (del, leave []deletionTarget) {
+	for _, u := range seen.unreturned {
+		t := model.TagMap(u.snap.Tags)
+		target := deletionTarget{regionalSnapshot: u.regionalSnapshot, via: u.via}
+		switch {
+		case u.id == seen.sourceID:
+		case b.uid == "" || t[model.TagBackupUID] != b.uid || t[model.TagBackup] != b.name || t[model.TagSourceSnapshotID] != "" || t[model.TagRecorded] != model.RecordedPending:
+			target.why = fmt.Sprintf("it is marked %s=%s, but is not a snapshot of this deletion's %s", model.TagRecorded, model.RecordedPending, b)
+			leave = append(leave, target)
+		default:
+			del = append(del, target)
+		}
+	}
+	return del, leave
+}
+
+// markTarget is the source to mark as being deleted: one not marked yet, with a target that
+// has no copy of it listed, where a tracker may still start one.
+func (seen deletionSeen) markTarget(copies []foundSnapshot) *regionalSnapshot {
+	src := seen.source
+	if !seen.markedAt.IsZero() || model.TagValue(src.Tags, model.TagDeletionRequestedAt) != "" {
+		return nil
+	}
+	for _, tg := range copyTargets {
+		if region := model.TagValue(src.Tags, tg.regionTag); region != "" && !hasCopy(copies, region, tg.vault) {
+			return &regionalSnapshot{seen.sourceRegion, seen.sourceID}
+		}
+	}
+	return nil
+}
+
+// copyMayStart is until when a copy asked for just before the source was marked may still
+// appear in EC2's listings, and what it is (zero when none may): a tracker that read the
+// source before the mark may still start the copy it marked as requested, and EC2 lists it
+// within its listing lag.
+func (seen deletionSeen) copyMayStart(copies []foundSnapshot, lag time.Duration) (time.Time, string) {
+	src := seen.source
+	markedAt, err := time.Parse(time.RFC3339, model.TagValue(src.Tags, model.TagDeletionRequestedAt))
+	if err != nil || !seen.markedAt.IsZero() && seen.markedAt.Before(markedAt) {
+		markedAt = seen.markedAt
+	}
+	if markedAt.IsZero() {
+		return time.Time{}, ""
+	}
+	var until time.Time
+	var what []string
+	for _, tg := range copyTargets {
+		region := model.TagValue(src.Tags, tg.regionTag)
+		requested, err := time.Parse(time.RFC3339, model.TagValue(src.Tags, tg.requestedTag))
+		if region == "" || err != nil || hasCopy(copies, region, tg.vault) || requested.Before(markedAt.Add(-lag-model.ClockSkew)) {
+			continue
+		}
+		// Listed at the latest a listing lag after it was asked for, or after the mark when
+		// the request was stamped earlier (clock skew between nodes).
+		if u := later(markedAt, requested).Add(lag); u.After(until) {
+			until = u
+		}
+		what = append(what, fmt.Sprintf("the %s of %s to %s requested at %s", copyName(tg.vault), seen.sourceID, region, requested.UTC().Format(time.RFC3339)))
+	}
+	return until, strings.Join(what, " and ")
+}
+
+// unlistedState is what a deletion knows of a recorded snapshot EC2 does not list.
+type unlistedState int
+
+// What marking an unlisted recorded snapshot told.
+const (
+	unlistedUnknown unlistedState = iota // not asked yet
+	unlistedGone                         // EC2 does not know it
+	unlistedExists                       // EC2 took the mark: it exists, not listed yet
+)
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// copyName names a copy by its target.
+func copyName(vault bool) string {
+	if vault {
+		return "vault copy"
+	}
+	return "copy"
+}
+
+// hasCopy reports whether copies hold one in region of the kind asked for (vault or not).
+func hasCopy(copies []foundSnapshot, region string, vault bool) bool {
+	return slices.ContainsFunc(copies, func(c foundSnapshot) bool { return c.region == region && c.isVaultCopy() == vault })
+}
+
+// isVaultCopy reports whether a copy is a vault copy: found with the vault's credentials, or
+// tagged with its source's account, which only vault copies are.
+func (c foundSnapshot) isVaultCopy() bool {
+	return c.via == vaultCredentials || model.TagValue(c.snap.Tags, model.TagSourceAccount) != ""
+}
+
+// keepReason is why a copy of this backup stays, or "" when it goes: a lock EC2 reports, or,
+// for a vault copy, the location's vaultRetainOnDelete or the retain tag of its source or of
+// the copy itself.
+func (seen deletionSeen) keepReason(c foundSnapshot, policy deletionPolicy) string {
+	var why []string
+	if st := seen.locks[c.regionalSnapshot]; model.Locked(st) {
+		why = append(why, fmt.Sprintf("its %s lock has not expired", st))
+	}
+	if c.isVaultCopy() {
+		switch {
+		case model.TagValue(c.snap.Tags, model.TagVaultRetainOnDelete) == "true":
+			why = append(why, "it is tagged "+model.TagVaultRetainOnDelete)
+		case seen.source != nil && model.TagValue(seen.source.Tags, model.TagVaultRetainOnDelete) == "true":
+			why = append(why, "its source is tagged "+model.TagVaultRetainOnDelete)
+		case policy.retainVaultCopies:
+			why = append(why, model.ConfigVaultRetainOnDelete+" is true")
+		}
+	}
+	return strings.Join(why, ", and ")
+}
+
+// otherSourceAccount is the source's account when the copies show the location's credentials
+// belong to another (the vault account's, for a location restoring from the vault): a copy
+// found with them whose owner is not the source account it is tagged with.
+func otherSourceAccount(copies []foundSnapshot) string {
+	for _, c := range copies {
+		owner, source := aws.ToString(c.snap.OwnerId), model.TagValue(c.snap.Tags, model.TagSourceAccount)
+		if c.via == locationCredentials && owner != "" && source != "" && owner != source {
+			return source
+		}
+	}
+	return ""
+}

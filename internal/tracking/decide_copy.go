@@ -1,0 +1,214 @@
+package tracking
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+)
+
+// decideForeignSource judges a source of this backup that this plugin's CreateSnapshot did not
+// make (madeByThisPlugin): the snapshot was taken through another provider's
+// VolumeSnapshotLocation (the upstream plugin's; Velero takes a PV's snapshot through the first of
+// the backup's locations whose plugin accepts the volume), so it has no copy intent. When the
+// backup names the place's location of this plugin and that location asks for copies, the
+// operation fails, naming the locations that may have taken it and why no copy exists; "" otherwise
+// (a backup that names no location of this plugin is left alone).
+func decideForeignSource(src *types.Snapshot, pl ebs.Place, backupLocations []string) string {
+	if model.MadeByThisPlugin(src) {
+		return ""
+	}
+	wanted := configTargets(pl.Config)
+	if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {
+		return ""
+	}
+	others := slices.DeleteFunc(slices.Clone(backupLocations), func(n string) bool { return n == pl.Location })
+	took := "another VolumeSnapshotLocation"
+	if len(others) > 0 {
+		took = "VolumeSnapshotLocation " + strings.Join(others, " or ")
+	}
+	asks := make([]string, len(wanted))
+	for i, tg := range wanted {
+		asks[i] = tg.CopyName() + " to " + tg.String()
+	}
+	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of the tags %s writes when it takes a snapshot), so it has no %s that %s asks for: "+
+		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
+		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, model.VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
+}
+
+// copyOutcome is what a CopySnapshot answer means.
+type copyOutcome int
+
+const (
+	// copyMade: EC2 made the copy.
+	copyMade copyOutcome = iota
+	// copyMaybeMade: the request may have taken effect; EC2's listing tells.
+	copyMaybeMade
+	// copyQueued: EC2 made no copy now (no slot, throttled, credentials not ready, a share not
+	// visible yet); no copy into the target is asked for until the next listing.
+	copyQueued
+	// copyRefused: EC2 will not make it; the operation fails with why.
+	copyRefused
+)
+
+// copyAnswer is the decision on a CopySnapshot answer: its outcome, and why for a queued or
+// refused copy.
+type copyAnswer struct {
+	outcome copyOutcome
+	why     string
+}
+
+// decideCopyAnswer judges EC2's answer to the copy of source id into the target. A vault copy
+// EC2 says it cannot find is a share not visible to the vault account yet until EC2's listing
+// lag has passed since the source was first shared; after that, the vault credentials cannot
+// see the share.
+func decideCopyAnswer(tg model.Target, id string, err error, sharedAt, now time.Time, listingLag time.Duration) copyAnswer {
+	switch {
+	case err == nil:
+		return copyAnswer{outcome: copyMade}
+	case ec2api.IsAmbiguous(err):
+		return copyAnswer{outcome: copyMaybeMade}
+	case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
+		return copyAnswer{outcome: copyQueued, why: "EC2 queued the copy: " + describeWait(err)}
+	case tg.Vault() && ec2api.IsNotFound(err) && now.Sub(sharedAt) < listingLag:
+		return copyAnswer{outcome: copyQueued, why: fmt.Sprintf("the share of %s with account %s is not visible to the vault account yet", id, tg.Account)}
+	case tg.Vault() && ec2api.IsNotFound(err):
+		return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
+			"check that %s is the account of the vault credentials: %v", id, tg, tg.Account, model.ConfigVaultAccountID, err)}
+	}
+	return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("%s of snapshot %s to %s refused: %v", tg.CopyName(), id, tg, err)}
+}
+
+// describeWait names why EC2 made the plugin wait: its error code, or the credential failure.
+func describeWait(err error) string {
+	if c := ec2api.Code(err); c != "" {
+		return c
+	}
+	return err.Error()
+}
+
+// copyDecision is what the copy of a completed source into a target comes to: a phase to
+// report, a failure (fail; mark: the source is marked copy-failed, EC2 listing nothing that
+// shows why), or a vault copy whose steps are to be taken (vaultCopy).
+type copyDecision struct {
+	phase     phase
+	fail      string
+	mark      bool
+	vaultCopy *types.Snapshot
+}
+
+// decideCopyPhase decides the copy of a completed source into the target from the view and
+// what starting copies found.
+func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill, now time.Time, listingLag time.Duration, copyLimit int) copyDecision {
+	srcID := aws.ToString(src.SnapshotId)
+	wait := func(format string, args ...any) copyDecision {
+		return copyDecision{phase: phase{desc: fmt.Sprintf(format, args...)}}
+	}
+	if tg.Vault() && v.place.Vault == nil {
+		return wait("waiting for credentials in vault account %s: location %q names none the plugin can read (%s or %s)",
+			tg.Account, v.place.Location, model.ConfigVaultCredentialSecret, model.ConfigVaultProfile)
+	}
+	switch {
+	case f.vault.wrong != "":
+		return copyDecision{fail: f.vault.wrong}
+	case f.vault.wait != "":
+		return wait("%s", f.vault.wait)
+	}
+	cp := v.copyOf(tg, srcID)
+	switch {
+	case cp == nil && v.refusal(tg, srcID) != "":
+		return copyDecision{fail: v.refusal(tg, srcID), mark: true}
+	case cp == nil && model.TagValue(src.Tags, model.TagDeletionRequestedAt) != "":
+		return wait("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.CopyName(), tg)
+	case cp == nil && v.timedOut(src, now):
+		return wait("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.CopyName(), tg)
+	case cp == nil && model.TagValue(src.Tags, model.TagCopyFailed) != "" && !v.recentlyRequested(src, tg, v.seenAt(), listingLag):
+		return copyDecision{fail: fmt.Sprintf("no %s of snapshot %s to %s is started: a copy of it was refused at %s (%s); the plugin's log of that time names EC2's answer",
+			tg.CopyName(), srcID, tg, model.TagValue(src.Tags, model.TagCopyFailed), model.TagCopyFailed), mark: true}
+	case cp == nil && f.err != nil:
+		return wait("waiting to copy %s to %s: %v%s", srcID, tg, f.err, slotNote(v, f.slots))
+	case cp == nil && v.recentlyRequested(src, tg, v.seenAt(), listingLag):
+		d := wait("%s of %s to %s requested; waiting for EC2 to list it", tg.CopyName(), srcID, tg)
+		d.phase.busy = tg.Vault() // a vault copy EC2 may have made is locked before the operation ends
+		return d
+	case cp == nil:
+		return wait("%s", slotWait(v, f.slots, srcID, tg, now, copyLimit))
+	case cp.State == types.SnapshotStateError:
+		return copyDecision{fail: fmt.Sprintf("%s %s of snapshot %s to %s failed: %s%s", tg.CopyName(), aws.ToString(cp.SnapshotId), srcID, tg, aws.ToString(cp.StateMessage), keyHint(src, tg))}
+	case tg.Vault():
+		return copyDecision{vaultCopy: cp}
+	case cp.State == types.SnapshotStatePending:
+		return copyDecision{phase: phase{units: percent(cp.Progress), desc: fmt.Sprintf("copy %s to %s: %s", aws.ToString(cp.SnapshotId), tg, progressText(cp.Progress))}}
+	}
+	return copyDecision{phase: phase{units: 100, done: true, desc: fmt.Sprintf("copy %s in %s", aws.ToString(cp.SnapshotId), tg)}}
+}
+
+// keyHint names the source's KMS key when a vault copy of it failed: the vault account may not
+// be allowed to use it.
+func keyHint(src *types.Snapshot, tg model.Target) string {
+	if !tg.Vault() || aws.ToString(src.KmsKeyId) == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (the source is encrypted with KMS key %s: its key policy must let account %s use it, see the README)", aws.ToString(src.KmsKeyId), tg.Account)
+}
+
+// configTargets are the copies a location's config asks for; none when it does not parse (the
+// volume snapshotter then refuses it, naming the error).
+func configTargets(m map[string]string) []model.Target {
+	cfg, err := model.ParseConfig(m)
+	if err != nil {
+		return nil
+	}
+	var out []model.Target
+	if cfg.CopyToRegion != "" {
+		out = append(out, model.Target{Region: cfg.CopyToRegion})
+	}
+	if cfg.Vault.Enabled() {
+		out = append(out, model.Target{Account: cfg.Vault.AccountID, Region: cfg.Vault.Region})
+	}
+	return out
+}
+
+// fillFacts is what a view shows of a completed source bound for a target, as far as starting
+// its copy goes.
+type fillFacts struct {
+	// followed: an operation follows it, or certainly will (the one snapshot of its PV carrying
+	// the backup's UID, or the one of them marked recorded); a stray no operation could claim is
+	// not. ended: this process reported its operation ended.
+	followed, ended bool
+	// failed: it is marked copy-failed (its operation failed on a refused or failed copy);
+	// failing: this process saw its copy into one of its targets refused or ended in error.
+	failed, failing bool
+	// copied: EC2 lists its copy into the target.
+	copied bool
+	// cancelled: Velero cancelled its operation (marked, or seen by this process); timedOut:
+	// Velero's item-operation timeout may have passed for it.
+	cancelled, timedOut bool
+	// unreturned: still marked recorded=pending; deleting: its deletion has begun.
+	unreturned, deleting bool
+	// requested: its copy into the target was asked for within EC2's listing lag.
+	requested bool
+}
+
+// decideFill decides whether a fill may start the copy of a completed source into a target
+// now (and share it with a vault): any source of the backup an operation follows or will, so
+// that one Progress call starts a batch of copies. Never one a failed copy ended (marked
+// copy-failed in EC2, or seen failing here), nor one cancelled or timed out, whose create did
+// not return it to Velero, whose deletion has begun, that has its copy, or a stray; one asked
+// for within the listing lag waits for EC2's listing.
+func decideFill(f fillFacts) verdict {
+	switch {
+	case !f.followed || f.ended || f.failed || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
+		return copyNever
+	case f.requested:
+		return copyLater
+	}
+	return copyNow
+}

@@ -1,0 +1,167 @@
+package tracking
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/mockec2"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+)
+
+// The decisions of Progress and Cancel, one table each, a row per rule of the README's Tags
+// section, Watching progress and Vault account copies.
+
+// Which snapshots this plugin made: told by what its CreateSnapshot writes at creation, never by
+// another tag of its prefix that a volume can carry.
+func TestWhichSnapshotsThisPluginMade(t *testing.T) {
+	tests := []struct {
+		name string
+		tags []string
+		want bool
+	}{
+		{"a snapshot of this release carries its create token", []string{model.TagCreateToken, "t"}, true},
+		{"a snapshot of this release carries its recorded mark", []string{model.TagRecorded, model.RecordedReturned}, true},
+		{"an earlier release's snapshot carries the volume type it wrote", []string{model.TagVolumeType, "gp3"}, true},
+		{"the upstream plugin's snapshot of a volume this plugin restored carries only the restore token", []string{model.TagRestoreToken, "r"}, false},
+		{"a snapshot of a volume someone tagged with a copy region is not this plugin's", []string{model.TagCopyToRegion, mockec2.DstRegion}, false},
+		{"a snapshot with no tag of this plugin is not its", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(tt.tags...))
+			if got := model.MadeByThisPlugin(&s); got != tt.want {
+				t.Errorf("madeByThisPlugin = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Which sources a Progress call copies: any source of the backup an operation follows, in one
+// batch, and never one the rules rule out.
+func TestWhichSourcesAFillCopies(t *testing.T) {
+	open := fillFacts{followed: true}
+	with := func(f func(*fillFacts)) fillFacts { x := open; f(&x); return x }
+	tests := []struct {
+		name  string
+		facts fillFacts
+		want  verdict
+	}{
+		{"the source of an open operation is copied, whichever operation's Progress call fills", open, copyNow},
+		{"a stray no operation could claim (not the one of its PV carrying the backup's UID) is not copied", fillFacts{}, copyNever},
+		{"a source whose operation this process reported ended is not copied", with(func(f *fillFacts) { f.ended = true }), copyNever},
+		{"a source whose copy into another target was refused or failed is neither shared nor copied", with(func(f *fillFacts) { f.failing = true }), copyNever},
+		{"a source marked copy-failed (its operation failed, in this process or another) is neither shared nor copied", with(func(f *fillFacts) { f.failed = true }), copyNever},
+		{"a source with its copy is not copied again", with(func(f *fillFacts) { f.copied = true }), copyNever},
+		{"a source marked copy-cancelled is not copied", with(func(f *fillFacts) { f.cancelled = true }), copyNever},
+		{"a source past the item-operation timeout is not copied", with(func(f *fillFacts) { f.timedOut = true }), copyNever},
+		{"a source still marked recorded=pending is not copied", with(func(f *fillFacts) { f.unreturned = true }), copyNever},
+		{"a source whose deletion began is not copied", with(func(f *fillFacts) { f.deleting = true }), copyNever},
+		{"a source whose copy was asked for within the listing lag waits for EC2's listing", with(func(f *fillFacts) { f.requested = true }), copyLater},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decideFill(tt.facts); got != tt.want {
+				t.Errorf("decideFill(%+v) = %d, want %d", tt.facts, got, tt.want)
+			}
+		})
+	}
+}
+
+// When an operation with copies ends: a failed copy fails it, but only once no vault copy is
+// still being made, locked or unshared; a vault phase with no copy is ended without one, its
+// share removed.
+func TestWhenAnOperationWithCopiesEnds(t *testing.T) {
+	regional, vault := model.Target{Region: mockec2.DstRegion}, model.Target{Account: "222222222222", Region: "eu-west-1"}
+	refused := phase{err: "copy of snapshot snap-0000000a to us-west-2 refused: KMS key"}
+	copied := phase{units: 100, done: true, desc: "copy snap-c0000001 in us-west-2"}
+	vaultDone := phase{units: 100, done: true, desc: "vault copy snap-v0000001"}
+	vaultPending := phase{units: 40, busy: true, desc: "vault copy snap-v0000001: 50%"}
+	vaultWaiting := phase{desc: "waiting for a copy slot in vault account 222222222222 in eu-west-1"}
+	tests := []struct {
+		name          string
+		phases        []phase
+		wantCompleted bool
+		wantErr       string
+		wantDesc      string
+		wantAbandon   []int
+	}{
+		{name: "every copy done: the operation completes", phases: []phase{copied, vaultDone}, wantCompleted: true, wantDesc: "and its copy snap-c0000001 in us-west-2 and vault copy"},
+		{name: "a copy still pending: the operation waits", phases: []phase{copied, vaultPending}, wantDesc: "vault copy snap-v0000001: 50%"},
+		{name: "the regional copy refused while the vault copy is being made: it waits to lock and unshare, saying it will fail", phases: []phase{refused, vaultPending},
+			wantDesc: "refused: KMS key; before failing: vault copy snap-v0000001: 50%"},
+		{name: "the regional copy refused with no vault copy made: the vault phase ends without one, its share removed", phases: []phase{refused, vaultWaiting},
+			wantCompleted: true, wantErr: "refused: KMS key", wantAbandon: []int{1}},
+		{name: "the regional copy refused with the vault copy locked and unshared: the operation fails", phases: []phase{refused, vaultDone},
+			wantCompleted: true, wantErr: "refused: KMS key"},
+		{name: "the vault copy refused: the operation fails at once, the regional copy left to complete", phases: []phase{{units: 10, desc: "copy snap-c0000001 to us-west-2: 10%"}, {err: "vault copy refused"}},
+			wantCompleted: true, wantErr: "vault copy refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			targets := []model.Target{regional, vault}
+			if got := decideAbandon(targets, tt.phases); !slices.Equal(got, tt.wantAbandon) {
+				t.Errorf("decideAbandon = %v, want %v", got, tt.wantAbandon)
+			}
+			p := decideReport(model.Operation{Region: mockec2.SrcRegion, VolumeID: mockec2.VolA}, "snap-0000000a", tt.phases, velero.OperationProgress{NCompleted: 100})
+			if p.Completed != tt.wantCompleted || !strings.Contains(p.Err, tt.wantErr) || tt.wantErr == "" && p.Err != "" || !strings.Contains(p.Description, tt.wantDesc) {
+				t.Errorf("got completed=%v err %q description %q; want completed=%v, err with %q, description with %q",
+					p.Completed, p.Err, p.Description, tt.wantCompleted, tt.wantErr, tt.wantDesc)
+			}
+		})
+	}
+}
+
+// What Cancel does at Velero's item-operation timeout: it removes a vault's share and deletes a
+// copy still pending, but never one that is kept: locked, or a vault copy vaultRetainOnDelete
+// keeps.
+func TestWhatCancelDeletes(t *testing.T) {
+	regional, vault := model.Target{Region: mockec2.DstRegion}, model.Target{Account: "222222222222", Region: "eu-west-1"}
+	intent := []string{model.TagCopyToRegion, mockec2.DstRegion, model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region}
+	tests := []struct {
+		name      string
+		srcTags   []string
+		vaultCopy []string // the vault copy's own tags
+		copyState types.SnapshotState
+		lock      types.LockState
+		want      []cancelStep
+	}{
+		{name: "pending copies are deleted", copyState: types.SnapshotStatePending,
+			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}, {tg: vault, copyID: "snap-v0000001"}}},
+		{name: "a shared source's share is removed first", srcTags: []string{model.TagVaultSharedAt, "2026-11-30T03:00:00Z"}, copyState: types.SnapshotStatePending,
+			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}, {tg: vault, unshare: true}, {tg: vault, copyID: "snap-v0000001"}}},
+		{name: "a locked pending vault copy is kept", copyState: types.SnapshotStatePending, lock: types.LockStateGovernance,
+			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}}},
+		{name: "a pending vault copy of a source vaultRetainOnDelete keeps is kept", srcTags: []string{model.TagVaultRetainOnDelete, "true"}, copyState: types.SnapshotStatePending,
+			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}}},
+		{name: "a pending vault copy tagged to be retained is kept", vaultCopy: []string{model.TagVaultRetainOnDelete, "true"}, copyState: types.SnapshotStatePending,
+			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}}},
+		{name: "completed copies are the backup's and stay", copyState: types.SnapshotStateCompleted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(append(slices.Clone(intent), tt.srcTags...)...))
+			v := newBackupView(ebs.Place{}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			v.locks = map[string]types.LockState{"snap-v0000001": tt.lock}
+			vaultCopy := mockec2.CopyOfSnap("snap-v0000001", src, tt.copyState)
+			mockec2.WithTags(tt.vaultCopy...)(&vaultCopy)
+			v.copies = map[model.Target]map[string][]types.Snapshot{
+				regional: {"snap-0000000a": {mockec2.CopyOfSnap("snap-c0000001", src, tt.copyState)}},
+				vault:    {"snap-0000000a": {vaultCopy}},
+			}
+			got := decideCancel(v, &src)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("decideCancel = %+v, want %+v", got, tt.want)
+			}
+			for _, st := range got {
+				if st.copyID != "" && aws.ToString(v.copyOf(st.tg, "snap-0000000a").SnapshotId) != st.copyID {
+					t.Errorf("step %+v deletes another snapshot than the target's copy", st)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,107 @@
+package tracking
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/mockec2"
+)
+
+// What each CopySnapshot answer means, as a pure decision.
+func TestCopyAnswers(t *testing.T) {
+	vault := model.Target{Account: "222222222222", Region: mockec2.DstRegion}
+	region := model.Target{Region: mockec2.DstRegion}
+	sharedAt := mockec2.T0.Add(-10 * time.Second)
+	tests := []struct {
+		name    string
+		tg      model.Target
+		err     error
+		now     time.Time
+		want    copyOutcome
+		wantWhy string
+	}{
+		{name: "made", tg: region, want: copyMade},
+		{name: "no answer: maybe made", tg: region, err: mockec2.NetErr(), want: copyMaybeMade},
+		{name: "5xx: maybe made", tg: region, err: mockec2.HTTPErr(500, "InternalError"), want: copyMaybeMade},
+		{name: "no slot: queued", tg: region, err: mockec2.HTTPErr(400, ec2api.CodeResourceLimitExceeded), want: copyQueued, wantWhy: "EC2 queued the copy: ResourceLimitExceeded"},
+		{name: "throttled: queued", tg: region, err: mockec2.HTTPErr(503, ec2api.CodeRequestLimitExceeded), want: copyQueued},
+		{name: "refused", tg: region, err: mockec2.HTTPErr(400, "InvalidParameterValue"), want: copyRefused, wantWhy: "copy of snapshot snap-0000000a to us-west-2 refused"},
+		{name: "a fresh share not visible yet", tg: vault, err: mockec2.HTTPErr(400, ec2api.CodeSnapshotNotFound), now: mockec2.T0, want: copyQueued, wantWhy: "not visible to the vault account yet"},
+		{name: "a share the vault cannot see after the listing lag", tg: vault, err: mockec2.HTTPErr(400, ec2api.CodeSnapshotNotFound), now: mockec2.T0.Add(time.Minute),
+			want: copyRefused, wantWhy: "the vault credentials cannot see the snapshot shared with account 222222222222"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decideCopyAnswer(tt.tg, "snap-0000000a", tt.err, sharedAt, tt.now, ebs.DefaultListingLag)
+			if got.outcome != tt.want || !strings.Contains(got.why, tt.wantWhy) {
+				t.Errorf("got %+v, want outcome %d with %q", got, tt.want, tt.wantWhy)
+			}
+		})
+	}
+}
+
+// What STS's answer about the vault credentials means.
+func TestVaultAccountChecks(t *testing.T) {
+	tg := model.Target{Account: "222222222222", Region: mockec2.DstRegion}
+	tests := []struct {
+		name      string
+		account   string
+		err       error
+		wantWrong string
+		wantWait  string
+	}{
+		{name: "the vault account", account: "222222222222"},
+		{name: "another account", account: "111111111111", wantWrong: "are those of account 111111111111, not of vault account 222222222222"},
+		{name: "STS unreachable", err: mockec2.NetErr(), wantWait: "waiting to confirm"},
+		{name: "STS refuses the credentials", err: mockec2.HTTPErr(403, "InvalidClientTokenId"), wantWrong: "cannot be confirmed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decideVaultAccount(tg, tt.account, tt.err)
+			if tt.wantWrong == "" && got.wrong != "" || !strings.Contains(got.wrong, tt.wantWrong) ||
+				tt.wantWait == "" && got.wait != "" || !strings.Contains(got.wait, tt.wantWait) {
+				t.Errorf("got %+v, want wrong %q, wait %q", got, tt.wantWrong, tt.wantWait)
+			}
+		})
+	}
+}
+
+// An operation whose snapshots EC2 refuses to list (an IAM policy without DescribeSnapshots):
+// it fails naming the refusal, unless Velero counts a failed native snapshot, which may have
+// been made for this volume and only this operation would delete: then it waits, saying why.
+func TestDecideRefusedListing(t *testing.T) {
+	refused := lookup{refused: []error{mockec2.HTTPErr(403, ec2api.CodeUnauthorized)}}
+	op := model.Operation{Region: mockec2.SrcRegion, VolumeID: mockec2.VolA, Issued: mockec2.T0}
+	tests := []struct {
+		name               string
+		attempted, made    int
+		wantCompleted      bool
+		wantErr, wantDescr string
+	}{
+		{name: "every native snapshot recorded: the operation fails naming the refusal", attempted: 2, made: 2,
+			wantCompleted: true, wantErr: "EC2 refuses to list the snapshots of volume " + mockec2.VolA},
+		{name: "a native snapshot failed: the operation waits to delete what it may have made", attempted: 2, made: 1,
+			wantDescr: "waiting, since Velero recorded 1 of 2 attempted native snapshots as failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := velerov1.BackupStatus{VolumeSnapshotsAttempted: tt.attempted, VolumeSnapshotsCompleted: tt.made}
+			p := decideUnresolved(op, st, mockec2.BackupName, refused, decideCfg{}, velero.OperationProgress{Updated: mockec2.T0.Add(time.Hour)})
+			if p.Completed != tt.wantCompleted || !strings.Contains(p.Err, tt.wantErr) || !strings.Contains(p.Description, tt.wantDescr) ||
+				tt.wantErr == "" && p.Err != "" {
+				t.Errorf("got completed=%v err %q description %q; want completed=%v, err with %q, description with %q",
+					p.Completed, p.Err, p.Description, tt.wantCompleted, tt.wantErr, tt.wantDescr)
+			}
+			if !strings.Contains(p.Err+p.Description, ec2api.CodeUnauthorized) {
+				t.Errorf("%q does not name EC2's refusal", p.Err+p.Description)
+			}
+		})
+	}
+}

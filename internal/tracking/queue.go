@@ -1,0 +1,109 @@
+package tracking
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+)
+
+// verdict is whether a source waiting in a copyQueue may be copied now.
+type verdict int
+
+const (
+	// copyNow: nothing stands in the way of its copy.
+	copyNow verdict = iota
+	// copyLater: not now (its copy was just asked for), maybe later in the same description.
+	copyLater
+	// copyNever: ruled out until the next description (it has a copy, or its copy is refused,
+	// cancelled or its deletion has begun).
+	copyNever
+)
+
+// copyQueue holds, per target, the completed sources of one description whose copy
+// this process may start, oldest first. Sources ruled out are dropped as a walk meets them, so
+// that each of a reconcile's Progress calls looks at only the few sources it starts or skips,
+// however large the backup: a walk over every source in each call made a reconcile's cost grow
+// with the square of its operations. It owns its state: only its methods change it.
+type copyQueue struct {
+	// ready holds, per target, the sources an operation follows or certainly will (the one of
+	// their PV carrying the backup's UID), oldest first.
+	ready map[model.Target][]*types.Snapshot
+	// unclaimed holds, by ID, the other completed sources bound for targets: they join ready
+	// when an operation claims them.
+	unclaimed map[string]unclaimedSource
+}
+
+// unclaimedSource is a source of a copyQueue that waits for its operation's claim.
+type unclaimedSource struct {
+	snap    *types.Snapshot
+	targets []model.Target
+}
+
+func newCopyQueue() *copyQueue {
+	return &copyQueue{ready: map[model.Target][]*types.Snapshot{}, unclaimed: map[string]unclaimedSource{}}
+}
+
+// add queues a completed source bound for the target: in ready when known to be followed, else
+// until claimed.
+func (q *copyQueue) add(s *types.Snapshot, tg model.Target, followed bool) {
+	if !followed {
+		id := aws.ToString(s.SnapshotId)
+		u := q.unclaimed[id]
+		u.snap, u.targets = s, append(u.targets, tg)
+		q.unclaimed[id] = u
+		return
+	}
+	q.ready[tg] = append(q.ready[tg], s)
+}
+
+// sort orders every target's sources oldest first; add leaves them unordered.
+func (q *copyQueue) sort() {
+	for _, ss := range q.ready {
+		slices.SortFunc(ss, olderFirst)
+	}
+}
+
+// claim moves the source with this ID, claimed by an operation, into ready.
+func (q *copyQueue) claim(id string) {
+	u, ok := q.unclaimed[id]
+	if !ok {
+		return
+	}
+	delete(q.unclaimed, id)
+	for _, tg := range u.targets {
+		ss := q.ready[tg]
+		i, _ := slices.BinarySearchFunc(ss, u.snap, olderFirst)
+		q.ready[tg] = slices.Insert(ss, i, u.snap)
+	}
+}
+
+// take returns up to limit of the target's sources that judge lets be copied now, oldest first,
+// and drops those it rules out.
+func (q *copyQueue) take(tg model.Target, limit int, judge func(*types.Snapshot) verdict) []types.Snapshot {
+	var out []types.Snapshot
+	ss := q.ready[tg]
+	kept := ss[:0]
+	i := 0
+	for ; i < len(ss) && len(out) < limit; i++ {
+		switch judge(ss[i]) {
+		case copyNow:
+			out = append(out, *ss[i])
+			kept = append(kept, ss[i])
+		case copyLater:
+			kept = append(kept, ss[i])
+		}
+	}
+	q.ready[tg] = append(kept, ss[i:]...)
+	return out
+}
+
+// olderFirst orders snapshots by start time, then ID.
+func olderFirst(a, b *types.Snapshot) int {
+	if c := aws.ToTime(a.StartTime).Compare(aws.ToTime(b.StartTime)); c != 0 {
+		return c
+	}
+	return strings.Compare(aws.ToString(a.SnapshotId), aws.ToString(b.SnapshotId))
+}
