@@ -20,15 +20,6 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
-// Units of a restored volume's progress: without waiting for initialization, 1 volume when it
-// is usable; while waiting, the percent of the volume initialized, 100 when EC2 reports it
-// fully initialized (0 while it is created).
-const (
-	volumeUnits         = "volume"
-	initializationUnits = "% initialized"
-	fullyInitialized    = 100
-)
-
 // volumeStatusBatch is how many volume IDs one DescribeVolumeStatus names. EC2 documents no
 // limit for the list; 200 is the most values EC2 takes in one filter, and keeps each answer small.
 const volumeStatusBatch = 200

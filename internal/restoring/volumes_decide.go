@@ -13,6 +13,15 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
+// Units of a restored volume's progress: without waiting for initialization, 1 volume when it
+// is usable; while waiting, the percent of the volume initialized, 100 when EC2 reports it
+// fully initialized (0 while it is created).
+const (
+	volumeUnits         = "volume"
+	initializationUnits = "% initialized"
+	fullyInitialized    = 100
+)
+
 // The restore item action's Progress reads the restored volume (VolumeWatcher.readVolume),
 // decides with decideVolumeProgress, a pure function of what it read, the operation and the
 // time, and reads the volume's initialization only when that decision asks for it. This file

@@ -67,9 +67,9 @@ type copyAnswer struct {
 
 // decideCopyAnswer judges EC2's answer to the copy of source id into the target. A vault copy
 // EC2 says it cannot find is a share not visible to the vault account yet until EC2's listing
-// lag has passed since the source was first shared; after that, the vault credentials cannot
+// lag has passed since the source was first shared (sharedSince); after that, the vault credentials cannot
 // see the share.
-func decideCopyAnswer(tg model.Target, id string, err error, sharedAt, now time.Time, listingLag time.Duration) copyAnswer {
+func decideCopyAnswer(tg model.Target, id string, err error, sharedSince, now time.Time, listingLag time.Duration) copyAnswer {
 	switch {
 	case err == nil:
 		return copyAnswer{outcome: copyMade}
@@ -77,7 +77,7 @@ func decideCopyAnswer(tg model.Target, id string, err error, sharedAt, now time.
 		return copyAnswer{outcome: copyMaybeMade}
 	case ec2api.Code(err) == ec2api.CodeResourceLimitExceeded || ec2api.IsThrottle(err) || ec2api.IsCredentialsFailure(err):
 		return copyAnswer{outcome: copyQueued, why: "EC2 queued the copy: " + describeWait(err)}
-	case tg.Vault() && ec2api.IsNotFound(err) && now.Sub(sharedAt) < listingLag:
+	case tg.Vault() && ec2api.IsNotFound(err) && now.Sub(sharedSince) < listingLag:
 		return copyAnswer{outcome: copyQueued, why: fmt.Sprintf("the share of %s with account %s is not visible to the vault account yet", id, tg.Account)}
 	case tg.Vault() && ec2api.IsNotFound(err):
 		return copyAnswer{outcome: copyRefused, why: fmt.Sprintf("vault copy of snapshot %s to %s refused: the vault credentials cannot see the snapshot shared with account %s; "+
@@ -211,4 +211,34 @@ func decideFill(f fillFacts) verdict {
 		return copyLater
 	}
 	return copyNow
+}
+
+// fillFactsOf is what the view shows of s, a completed source bound for the target, that
+// decideFill judges.
+func fillFactsOf(v *backupView, s *types.Snapshot, tg model.Target, now time.Time, lag time.Duration) fillFacts {
+	id := aws.ToString(s.SnapshotId)
+	return fillFacts{
+		followed:   v.followed[id],
+		ended:      v.ended[id],
+		failed:     model.TagValue(s.Tags, model.TagCopyFailed) != "",
+		failing:    failingSource(v, s),
+		copied:     v.copyOf(tg, id) != nil,
+		cancelled:  v.cancelled[id] || model.TagValue(s.Tags, model.TagCopyCancelled) != "",
+		timedOut:   v.timedOut(s, now),
+		unreturned: model.Unreturned(s),
+		deleting:   model.TagValue(s.Tags, model.TagDeletionRequestedAt) != "",
+		requested:  v.recentlyRequested(s, tg, v.seenAt(), lag),
+	}
+}
+
+// failingSource reports whether the operation following s fails: the copy of s into one of its
+// targets is refused or ended in error.
+func failingSource(v *backupView, s *types.Snapshot) bool {
+	id := aws.ToString(s.SnapshotId)
+	for _, tg := range model.TargetsOf(s) {
+		if cp := v.copyOf(tg, id); v.refusal(tg, id) != "" || cp != nil && cp.State == types.SnapshotStateError {
+			return true
+		}
+	}
+	return false
 }

@@ -10,12 +10,6 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
-// vaultCheck is what confirming the vault credentials' account decided: wrong fails the
-// vault phase, wait delays it; neither when the account is the vault's (or is not checked).
-type vaultCheck struct{ wrong, wait string }
-
-func (c vaultCheck) ok() bool { return c.wrong == "" && c.wait == "" }
-
 // decideVaultAccount judges the account STS names for the vault credentials (or why it could
 // not): the vault account of the target, or a failure naming both; a failure that may pass
 // (EC2's and STS's transient answers, credentials not ready) waits.
@@ -84,3 +78,6 @@ func decideVaultSteps(v *backupView, src *types.Snapshot, tg model.Target, cp *t
 	}
 	return d
 }
+
+// budgetSpent says why a step waits for the next reconcile.
+const budgetSpent = "this reconcile's time for EC2 requests is spent"

@@ -26,6 +26,15 @@ type slotKey struct {
 	tg       model.Target
 }
 
+// fill is what starting copies into one target found: the account's slots it judged from, and
+// why it started none, when it could not ask EC2; for a vault, what confirming the vault
+// credentials' account decided.
+type fill struct {
+	slots *copySlots
+	err   error
+	vault vaultCheck
+}
+
 // copySlots is what EC2 lists of one account's copies in flight into one destination region,
 // plus the copies this process asked for that EC2 does not list yet. EC2's quota of concurrent
 // copies per destination region and its CopySnapshot request rate belong to the account, shared
@@ -122,12 +131,6 @@ func (a *copySlots) started(sourceID string, at time.Time) { a.unlisted[sourceID
 // queue records that EC2 queued a copy into the destination: no copy is asked for until the
 // next listing.
 func (a *copySlots) queue(why error) { a.queued = why }
-
-// freeSlots is how many copies into the destination may be asked for now: the slots the
-// account's copies leave free, at most what EC2's request rate allows.
-func (t *Tracker) freeSlots(v *backupView, a *copySlots, now time.Time) int {
-	return min(t.CopyLimit-a.inFlight(), copyRequestAllowance(v, a, now))
-}
 
 // copyRequestAllowance is how many CopySnapshot requests EC2's rate allows now: at least the
 // bucket's size less the requests of the last copyRequestWindow. Those are judged from the

@@ -19,6 +19,12 @@ import (
 // location whose credentials describe it.
 type viewKey struct{ region, backup, uid, location string }
 
+// vaultCheck is what confirming the vault credentials' account decided: wrong fails the
+// vault phase, wait delays it; neither when the account is the vault's (or is not checked).
+type vaultCheck struct{ wrong, wait string }
+
+func (c vaultCheck) ok() bool { return c.wrong == "" && c.wait == "" }
+
 // backupView is what EC2 holds for one backup in one source region, seen with one location's
 // credentials: the snapshots tagged with the backup's name by volume, their copies by target
 // (the copy region, the vault account) and the vault copies' locks, as described at one moment;
@@ -240,36 +246,6 @@ func (v *backupView) finishedCopiesStartedSince(tg model.Target, t time.Time) in
 
 func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 
-// copyVerdict says whether this process may start the copy of s into the target, s being a
-// completed source bound for it: decideFill judges what the view shows of it.
-func (v *backupView) copyVerdict(s *types.Snapshot, tg model.Target, now time.Time, lag time.Duration) verdict {
-	id := aws.ToString(s.SnapshotId)
-	return decideFill(fillFacts{
-		followed:   v.followed[id],
-		ended:      v.ended[id],
-		failed:     model.TagValue(s.Tags, model.TagCopyFailed) != "",
-		failing:    v.failing(s),
-		copied:     v.copyOf(tg, id) != nil,
-		cancelled:  v.cancelled[id] || model.TagValue(s.Tags, model.TagCopyCancelled) != "",
-		timedOut:   v.timedOut(s, now),
-		unreturned: model.Unreturned(s),
-		deleting:   model.TagValue(s.Tags, model.TagDeletionRequestedAt) != "",
-		requested:  v.recentlyRequested(s, tg, v.seenAt(), lag),
-	})
-}
-
-// failing reports whether the operation following s fails: the copy of s into one of its
-// targets is refused or ended in error.
-func (v *backupView) failing(s *types.Snapshot) bool {
-	id := aws.ToString(s.SnapshotId)
-	for _, tg := range model.TargetsOf(s) {
-		if cp := v.copyOf(tg, id); v.refusal(tg, id) != "" || cp != nil && cp.State == types.SnapshotStateError {
-			return true
-		}
-	}
-	return false
-}
-
 // end records that the operation following the source with this ID has ended: no copy of it
 // is started afterwards.
 func (v *backupView) end(id string) { v.ended[id] = true }
@@ -300,10 +276,10 @@ func (v *backupView) onlyTaggedOfItsPV(s *types.Snapshot) bool {
 	return res.Source != nil && aws.ToString(res.Source.SnapshotId) == aws.ToString(s.SnapshotId)
 }
 
-// awaitingCopy returns up to limit sources bound for the target whose copy this process may
-// start, oldest first.
-func (v *backupView) awaitingCopy(tg model.Target, now time.Time, lag time.Duration, limit int) []types.Snapshot {
-	return v.queue.take(tg, limit, func(s *types.Snapshot) verdict { return v.copyVerdict(s, tg, now, lag) })
+// awaitingCopy returns up to limit sources bound for the target whose copy judge lets this
+// process start, oldest first.
+func (v *backupView) awaitingCopy(tg model.Target, limit int, judge func(*types.Snapshot) verdict) []types.Snapshot {
+	return v.queue.take(tg, limit, judge)
 }
 
 // recentlyRequested reports whether a copy of s into the target was asked for within lag of

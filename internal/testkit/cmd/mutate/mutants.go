@@ -122,7 +122,7 @@ var mutants = []mutant{
 	{
 		name: "cancelled-source-copied",
 		rule: `rule 6: "Never copied: a source marked copy-cancelled"`,
-		file: "internal/tracking/view.go",
+		file: "internal/tracking/decide_copy.go",
 		old:  `cancelled:  v.cancelled[id] || model.TagValue(s.Tags, model.TagCopyCancelled) != "",`,
 		new:  `cancelled:  v.cancelled[id],`,
 	},
