@@ -1,9 +1,13 @@
 package tracking
 
 import (
+	"time"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 )
 
 // cancelStep is one request of a Cancel after the source's cancelled mark: removing the share
@@ -14,12 +18,35 @@ type cancelStep struct {
 	copyID  string
 }
 
-// decideCancel lists what cancelling the operation following src asks for, in order: per
-// target, the removal of a vault's share (when the source is marked shared) and the deletion of
-// a copy still pending, unless it is kept: locked (EC2 would refuse to delete it, and it is the
-// backup's), or a vault copy vaultRetainOnDelete keeps (its hours of copying are what the
-// location asks to keep).
-func decideCancel(v *backupView, src *types.Snapshot) []cancelStep {
+// cancelPlan is what cancelling an operation does: delete its source when Velero recorded it as
+// failed (nothing else would), or mark the source cancelled and take the steps; nothing when
+// the source asks for no copy.
+type cancelPlan struct {
+	deleteUnreturned bool
+	markCancelled    bool
+	steps            []cancelStep
+}
+
+// decideCancel decides the Cancel of the operation following src, at now: a source still
+// marked unreturned is deleted when Progress would delete it (decideUnreturned), and left
+// otherwise; a source asking for copies is marked cancelled, then the steps run.
+func decideCancel(v *backupView, op model.Operation, src *types.Snapshot, st velerov1.BackupStatus, cfg decideCfg, now time.Time) cancelPlan {
+	if model.Unreturned(src) {
+		_, del := decideUnreturned(op, src, st, cfg, velero.OperationProgress{Updated: now})
+		return cancelPlan{deleteUnreturned: del}
+	}
+	if len(model.TargetsOf(src)) == 0 {
+		return cancelPlan{}
+	}
+	return cancelPlan{markCancelled: true, steps: cancelSteps(v, src)}
+}
+
+// cancelSteps lists what cancelling the operation following src asks for after the cancelled
+// mark, in order: per target, the removal of a vault's share (when the source is marked shared)
+// and the deletion of a copy still pending, unless it is kept: locked (EC2 would refuse to
+// delete it, and it is the backup's), or a vault copy vaultRetainOnDelete keeps (its hours of
+// copying are what the location asks to keep).
+func cancelSteps(v *backupView, src *types.Snapshot) []cancelStep {
 	var steps []cancelStep
 	for _, tg := range model.TargetsOf(src) {
 		if tg.Vault() && model.TagValue(src.Tags, model.TagVaultSharedAt) != "" {

@@ -4,12 +4,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/mockec2"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 )
 
@@ -153,14 +155,50 @@ func TestWhatCancelDeletes(t *testing.T) {
 				regional: {"snap-0000000a": {mockec2.CopyOfSnap("snap-c0000001", src, tt.copyState)}},
 				vault:    {"snap-0000000a": {vaultCopy}},
 			}
-			got := decideCancel(v, &src)
+			got := decideCancel(v, model.Operation{}, &src, velerov1.BackupStatus{}, decideCfg{}, mockec2.T0).steps
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("decideCancel = %+v, want %+v", got, tt.want)
+				t.Errorf("decideCancel's steps = %+v, want %+v", got, tt.want)
 			}
 			for _, st := range got {
 				if st.copyID != "" && aws.ToString(v.copyOf(st.tg, "snap-0000000a").SnapshotId) != st.copyID {
 					t.Errorf("step %+v deletes another snapshot than the target's copy", st)
 				}
+			}
+		})
+	}
+}
+
+// What a Cancel does with the operation's source, by what Velero and the source show.
+func TestWhatCancelDoes(t *testing.T) {
+	const window = time.Hour
+	intent := []string{model.TagCopyToRegion, mockec2.DstRegion}
+	unreturned := []string{model.TagRecorded, model.RecordedPending}
+	failedOne := velerov1.BackupStatus{VolumeSnapshotsAttempted: 2, VolumeSnapshotsCompleted: 1}
+	tests := []struct {
+		name   string
+		tags   []string
+		status velerov1.BackupStatus
+		after  time.Duration // since the operation was opened
+		want   cancelPlan
+	}{
+		{name: "a source asking for a copy is marked cancelled", tags: intent, want: cancelPlan{markCancelled: true}},
+		{name: "a source asking for no copy is left as it is", want: cancelPlan{}},
+		{name: "a snapshot Velero recorded as failed is deleted", tags: append(slices.Clone(intent), unreturned...), status: failedOne, after: 2 * window,
+			want: cancelPlan{deleteUnreturned: true}},
+		{name: "a snapshot whose CreateSnapshot may still return is left", tags: append(slices.Clone(intent), unreturned...), status: failedOne, after: window / 2,
+			want: cancelPlan{}},
+		{name: "an unreturned snapshot Velero counts no failure for is neither deleted nor marked", tags: append(slices.Clone(intent), unreturned...), after: 2 * window,
+			want: cancelPlan{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(tt.tags...))
+			src.StartTime = aws.Time(mockec2.T0)
+			v := newBackupView(ebs.Place{}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			op := model.Operation{Region: mockec2.SrcRegion, VolumeID: mockec2.VolA, Issued: mockec2.T0}
+			got := decideCancel(v, op, &src, tt.status, decideCfg{createWindow: window}, mockec2.T0.Add(tt.after))
+			if got.deleteUnreturned != tt.want.deleteUnreturned || got.markCancelled != tt.want.markCancelled {
+				t.Errorf("decideCancel = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -206,26 +206,20 @@ func (t *Tracker) Cancel(ctx context.Context, operationID string, backup *velero
 		return errors.Join(append(l.refused, l.waiting...)...)
 	}
 	v, src := l.view, l.res.Source
+	plan := decideCancel(v, op, src, backup.Status, decideCfgOf(t.Settings), t.Clock.Now())
+	if plan.deleteUnreturned {
+		return t.timed(v, func() error { return t.deleteUnreturned(ctx, v, src) })
+	}
+	if !plan.markCancelled {
+		return nil
+	}
 	srcID := aws.ToString(src.SnapshotId)
-	if model.Unreturned(src) {
-		// Nothing else would delete a snapshot Velero recorded as failed: the same rule as
-		// Progress decides whether it is one.
-		p := velero.OperationProgress{Updated: t.Clock.Now()}
-		if _, del := decideUnreturned(op, src, backup.Status, decideCfgOf(t.Settings), p); del {
-			return t.timed(v, func() error { return t.deleteUnreturned(ctx, v, src) })
-		}
-		return nil
-	}
-	if len(model.TargetsOf(src)) == 0 {
-		return nil
-	}
-	steps := decideCancel(v, src)
 	v.cancel(srcID)
 	var errs []error
 	if err := t.timed(v, func() error { return t.markCancelled(ctx, v, srcID) }); err != nil {
 		errs = append(errs, err)
 	}
-	for _, st := range steps {
+	for _, st := range plan.steps {
 		if err := t.cancelStep(ctx, v, src, st); err != nil {
 			errs = append(errs, err)
 		}
