@@ -1,6 +1,7 @@
 package tracking
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -199,6 +200,50 @@ func TestWhatCancelDoes(t *testing.T) {
 			got := decideCancel(v, op, &src, tt.status, decideCfg{createWindow: window}, mockec2.T0.Add(tt.after))
 			if got.deleteUnreturned != tt.want.deleteUnreturned || got.markCancelled != tt.want.markCancelled {
 				t.Errorf("decideCancel = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// What a read of the backup's snapshots is taken for.
+func TestWhatTheViewTakesEachSnapshotFor(t *testing.T) {
+	regional, vault := model.Target{Region: mockec2.DstRegion}, model.Target{Account: "222222222222", Region: "eu-west-1"}
+	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted)
+	ownedBy := func(s types.Snapshot, account string) types.Snapshot { s.OwnerId = aws.String(account); return s }
+	tests := []struct {
+		name          string
+		read          backupRead
+		wantSources   int
+		wantCopies    map[model.Target]int
+		wantStrangers map[model.Target]string
+	}{
+		{name: "a snapshot that is no copy is a source of its volume",
+			read: backupRead{listed: []types.Snapshot{src}}, wantSources: 1},
+		{name: "a copy listed in the source region is no source",
+			read: backupRead{listed: []types.Snapshot{src, mockec2.CopyOfSnap("snap-c0000001", src, types.SnapshotStateCompleted)}}, wantSources: 1},
+		{name: "a copy is filed under its target and source",
+			read:        backupRead{listed: []types.Snapshot{src}, copies: map[model.Target][]types.Snapshot{regional: {mockec2.CopyOfSnap("snap-c0000001", src, types.SnapshotStatePending)}}},
+			wantSources: 1, wantCopies: map[model.Target]int{regional: 1}},
+		{name: "a vault copy the vault account owns is a vault copy",
+			read:        backupRead{listed: []types.Snapshot{src}, copies: map[model.Target][]types.Snapshot{vault: {ownedBy(mockec2.CopyOfSnap("snap-v0000001", src, types.SnapshotStateCompleted), vault.Account)}}},
+			wantSources: 1, wantCopies: map[model.Target]int{vault: 1}},
+		{name: "a snapshot another account owns is never a vault copy: the vault credentials are not the vault's",
+			read:        backupRead{listed: []types.Snapshot{src}, copies: map[model.Target][]types.Snapshot{vault: {ownedBy(mockec2.CopyOfSnap("snap-v0000001", src, types.SnapshotStateCompleted), "333333333333")}}},
+			wantSources: 1, wantCopies: map[model.Target]int{vault: 0}, wantStrangers: map[model.Target]string{vault: "333333333333"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sources, copies, strangers := classifyBackup(tt.read)
+			if n := len(sources[mockec2.VolA]); n != tt.wantSources {
+				t.Errorf("%d sources of the volume, want %d", n, tt.wantSources)
+			}
+			for tg, want := range tt.wantCopies {
+				if n := len(copies[tg][aws.ToString(src.SnapshotId)]); n != want {
+					t.Errorf("%d copies in %s, want %d", n, tg, want)
+				}
+			}
+			if !maps.Equal(strangers, tt.wantStrangers) && len(strangers)+len(tt.wantStrangers) > 0 {
+				t.Errorf("strangers %v, want %v", strangers, tt.wantStrangers)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package tracking
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
@@ -74,43 +72,42 @@ func (v *backupView) load(ctx context.Context, ttl, listingLag time.Duration) er
 	return v.refresh(ttl, func() error { return v.describe(ctx, listingLag) })
 }
 
+// describe reads the backup's snapshots (readBackup) and takes what the read shows as the
+// view's description (classifyBackup), forgetting the copy requests the read lists or that a
+// listing lag before it began would list.
 func (v *backupView) describe(ctx context.Context, listingLag time.Duration) error {
-	began := v.clock.Now()
-	c, err := v.place.Clients(ctx, v.region)
+	r, err := readBackup(ctx, v.place, v.region, v.id.Name, v.clock.Now())
 	if err != nil {
 		return err
 	}
-	snaps, err := ebs.DescribeSnapshots(ctx, c, []types.Filter{ebs.TagFilter(model.TagBackup, v.id.Name)}, ec2api.Bounded)
-	if err != nil {
-		return fmt.Errorf("describing the snapshots of backup %s in %s %s: %w", v.id.Name, v.region, v.place.Where(), err)
+	v.sources, v.copies, v.strangers = classifyBackup(r)
+	v.locks, v.fillSpent = r.locks, 0
+	v.checks = map[model.Target]vaultCheck{}
+	v.index()
+	for tg, ids := range v.requested {
+		for id, at := range ids {
+			if v.copyOf(tg, id) != nil || r.began.Sub(at) >= listingLag {
+				delete(ids, id)
+			}
+		}
 	}
-	sources := map[string][]types.Snapshot{}
-	targets := map[model.Target]bool{}
-	for _, sn := range snaps {
+	return nil
+}
+
+// classifyBackup sorts what a read of the backup showed: the sources by volume (the snapshots
+// that are no copy), the copies by target and source, and, per vault target, an account other
+// than the vault's that owns a snapshot there (its credentials are not the vault's: none of
+// what they list is a vault copy).
+func classifyBackup(r backupRead) (sources map[string][]types.Snapshot, copies map[model.Target]map[string][]types.Snapshot, strangers map[model.Target]string) {
+	sources, copies, strangers = map[string][]types.Snapshot{}, map[model.Target]map[string][]types.Snapshot{}, map[model.Target]string{}
+	for _, sn := range r.listed {
 		if model.TagValue(sn.Tags, model.TagSourceSnapshotID) != "" {
 			continue
 		}
 		vol := aws.ToString(sn.VolumeId)
 		sources[vol] = append(sources[vol], sn)
-		for _, tg := range model.TargetsOf(&sn) {
-			targets[tg] = true
-		}
 	}
-	copies := map[model.Target]map[string][]types.Snapshot{}
-	locks := map[string]types.LockState{}
-	strangers := map[model.Target]string{}
-	for tg := range targets {
-		dc, ok, err := v.place.ClientsFor(ctx, tg)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue // the vault phase says why its copies cannot be seen
-		}
-		found, err := ebs.DescribeSnapshots(ctx, dc, []types.Filter{ebs.TagFilter(model.TagBackup, v.id.Name), ebs.TagFilter(model.TagSourceRegion, v.region)}, ec2api.Bounded)
-		if err != nil {
-			return fmt.Errorf("describing the %s of backup %s in %s %s: %w", tg.CopiesName(), v.id.Name, tg, v.place.Where(), err)
-		}
+	for tg, found := range r.copies {
 		copies[tg] = map[string][]types.Snapshot{}
 		for _, cp := range found {
 			if owner := aws.ToString(cp.OwnerId); tg.Vault() && owner != tg.Account {
@@ -120,23 +117,8 @@ func (v *backupView) describe(ctx context.Context, listingLag time.Duration) err
 			src := model.TagValue(cp.Tags, model.TagSourceSnapshotID)
 			copies[tg][src] = append(copies[tg][src], cp)
 		}
-		if tg.Vault() {
-			if err := ebs.DescribeLocks(ctx, dc, found, locks); err != nil {
-				return fmt.Errorf("describing the locks of the vault copies of backup %s in %s %s: %w", v.id.Name, tg, v.place.Where(), err)
-			}
-		}
 	}
-	v.sources, v.copies, v.locks, v.strangers, v.fillSpent = sources, copies, locks, strangers, 0
-	v.checks = map[model.Target]vaultCheck{}
-	v.index()
-	for tg, ids := range v.requested {
-		for id, at := range ids {
-			if v.copyOf(tg, id) != nil || began.Sub(at) >= listingLag {
-				delete(ids, id)
-			}
-		}
-	}
-	return nil
+	return sources, copies, strangers
 }
 
 // index derives from a new description what each Progress call would otherwise walk every
