@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/mockec2"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -244,6 +245,67 @@ func TestWhatTheViewTakesEachSnapshotFor(t *testing.T) {
 			}
 			if !maps.Equal(strangers, tt.wantStrangers) && len(strangers)+len(tt.wantStrangers) > 0 {
 				t.Errorf("strangers %v, want %v", strangers, tt.wantStrangers)
+			}
+		})
+	}
+}
+
+// What CreateSnapshot does after each answer of EC2, and after each look-up.
+func TestWhatCreateSnapshotDoesNext(t *testing.T) {
+	call := createCall{volumeID: mockec2.VolA, region: mockec2.SrcRegion, creds: "the default credential chain", token: "0123abcd", patience: 10 * time.Minute, listingLag: 30 * time.Second}
+	deadline := mockec2.T0.Add(call.patience)
+	lost := mockec2.SDKNoAnswer()
+	perVolume := mockec2.APIErr(ec2api.CodeSnapshotCreationPerVolumeRateExceeded)
+	tests := []struct {
+		name    string
+		step    func() createStep
+		want    createStep
+		wantErr []string
+	}{
+		{name: "a lost answer is looked up before any new request",
+			step: func() createStep { return decideCreateAnswer(call, lost, 0, mockec2.T0, deadline) }, want: createStep{lookUp: true, ambiguous: true}},
+		{name: "the per-volume limit waits 15 s, then asks again",
+			step: func() createStep { return decideCreateAnswer(call, perVolume, 0, mockec2.T0, deadline) }, want: createStep{wait: perVolumeRateWait}},
+		{name: "the per-volume limit after a lost answer says that request made the snapshot: it is looked up",
+			step: func() createStep { return decideCreateAnswer(call, perVolume, 1, mockec2.T0, deadline) }, want: createStep{lookUp: true}},
+		{name: "the account's concurrent snapshot limit waits 30 s",
+			step: func() createStep {
+				return decideCreateAnswer(call, mockec2.APIErr(ec2api.CodeConcurrentSnapshotLimitExceeded), 0, mockec2.T0, deadline)
+			}, want: createStep{wait: concurrentLimitWait}},
+		{name: "throttling past the SDK's retries waits 5 s",
+			step: func() createStep {
+				return decideCreateAnswer(call, mockec2.APIErr("RequestLimitExceeded"), 0, mockec2.T0, deadline)
+			}, want: createStep{wait: throttleWait}},
+		{name: "a refusal still there at the end of the patience fails, naming the patience",
+			step:    func() createStep { return decideCreateAnswer(call, perVolume, 0, deadline.Add(-time.Second), deadline) },
+			wantErr: []string{"still refused after 10m0s", mockec2.VolA}},
+		{name: "any other refusal fails at once, naming the credentials",
+			step: func() createStep {
+				return decideCreateAnswer(call, mockec2.APIErr("UnauthorizedOperation"), 0, mockec2.T0, deadline)
+			},
+			wantErr: []string{"with the default credential chain", "UnauthorizedOperation"}},
+		{name: "a look-up EC2 could not answer is tried again",
+			step: func() createStep { return decideAfterLookUp(call, false, 1, lost, mockec2.T0, deadline) }, want: createStep{lookUp: true}},
+		{name: "a look-up EC2 could not answer for the whole patience fails: the outcome is unknown",
+			step:    func() createStep { return decideAfterLookUp(call, false, 1, lost, deadline.Add(time.Second), deadline) },
+			wantErr: []string{"the outcome of a request is unknown"}},
+		{name: "nothing found after a lost answer: the request is sent again",
+			step: func() createStep { return decideAfterLookUp(call, true, 1, lost, mockec2.T0, deadline) }, want: createStep{}},
+		{name: "nothing found and no listing lag left: fails naming the token a late snapshot carries",
+			step: func() createStep {
+				return decideAfterLookUp(call, true, 3, lost, deadline.Add(-10*time.Second), deadline)
+			},
+			wantErr: []string{"3 requests in 10m0s", model.TagCreateToken + "=0123abcd", "the backup's operation deletes it"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.step()
+			if len(tt.wantErr) > 0 {
+				mockec2.WantErr(t, got.err, tt.wantErr...)
+				return
+			}
+			if got != tt.want {
+				t.Errorf("next step %+v, want %+v", got, tt.want)
 			}
 		})
 	}

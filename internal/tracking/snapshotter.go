@@ -73,16 +73,6 @@ func (s *Snapshotter) describeVolume(ctx context.Context, volumeID string) (type
 	return vol, nil
 }
 
-// Waits of CreateSnapshot between refused requests.
-const (
-	// perVolumeRateWait outlasts EC2's interval between two snapshots of one volume (15 s).
-	perVolumeRateWait = 15 * time.Second
-	// concurrentLimitWait lets one of the volume's pending snapshots complete.
-	concurrentLimitWait = 30 * time.Second
-	// throttleWait follows throttling that outlasted the SDK's own retries.
-	throttleWait = 5 * time.Second
-)
-
 // laterMarks counts the tags the plugin may add to a source snapshot after creating it (the
 // recorded mark is there from its creation): for a source with a copy or a vault copy, the copy-cancelled and deletion
 // marks; and for each copy its requested mark (and for the vault copy its shared mark).
@@ -184,70 +174,41 @@ func (s *Snapshotter) supported(volumeID string, vol types.Volume) error {
 // patience: then the call fails, naming the last answer and the token a snapshot it may have
 // made carries (marked recordedPending, so the backup's operation deletes it).
 func (s *Snapshotter) createOnce(ctx context.Context, c ec2api.EC2, in *ec2.CreateSnapshotInput, token string) (id string, mayHaveMade int, err error) {
-	volumeID := aws.ToString(in.VolumeId)
+	call := createCall{volumeID: aws.ToString(in.VolumeId), region: s.cfg.Region, creds: s.cfg.Credentials.String(), token: token,
+		patience: s.CreatePatience, listingLag: s.ListingLag}
 	deadline := s.Clock.Now().Add(s.CreatePatience)
-	// lookUp: a request may have taken effect and its snapshot was not seen yet; unanswered is
-	// the last ambiguous answer.
-	lookUp := false
-	var unanswered error
+	var step createStep
+	var unanswered error // the last ambiguous answer
 	for {
-		if lookUp {
-			id, known, err := s.awaitSnapshot(ctx, c, volumeID, token)
+		switch {
+		case step.err != nil:
+			return "", mayHaveMade, step.err
+		case step.lookUp:
+			id, known, err := s.awaitSnapshot(ctx, c, call.volumeID, token)
 			if err != nil {
 				return "", mayHaveMade, err
 			}
 			if id != "" {
 				return id, mayHaveMade, nil
 			}
-			lookUp = !known
-			switch {
-			case lookUp && s.Clock.Now().After(deadline):
-				return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: the outcome of a request is unknown and EC2 could not be asked for %s", volumeID, s.cfg.Region, s.CreatePatience)
-			case !lookUp && s.Clock.Now().Add(s.ListingLag).After(deadline):
-				return "", mayHaveMade, s.unansweredError(volumeID, token, mayHaveMade, unanswered)
-			}
+			step = decideAfterLookUp(call, known, mayHaveMade, unanswered, s.Clock.Now(), deadline)
 			continue
+		case step.wait > 0:
+			if err := ebs.Sleep(ctx, s.Clock, step.wait); err != nil {
+				return "", mayHaveMade, err
+			}
 		}
 		out, err := c.CreateSnapshot(ctx, in, ec2api.RetryThrottlingOnly)
 		if err == nil {
 			return aws.ToString(out.SnapshotId), mayHaveMade + 1, nil
 		}
-		var wait time.Duration
-		switch code := ec2api.Code(err); {
-		case ec2api.IsAmbiguous(err):
-			s.Log.WithField("volumeID", volumeID).WithError(err).Warn("CreateSnapshot may have taken effect; looking for the snapshot before trying again")
-			lookUp, unanswered = true, err
+		step = decideCreateAnswer(call, err, mayHaveMade, s.Clock.Now(), deadline)
+		if step.ambiguous {
+			s.Log.WithField("volumeID", call.volumeID).WithError(err).Warn("CreateSnapshot may have taken effect; looking for the snapshot before trying again")
+			unanswered = err
 			mayHaveMade++
-			continue
-		case code == ec2api.CodeSnapshotCreationPerVolumeRateExceeded:
-			// After an ambiguous request this refusal says that request made a snapshot.
-			lookUp = mayHaveMade > 0
-			wait = perVolumeRateWait
-		case code == ec2api.CodeConcurrentSnapshotLimitExceeded:
-			wait = concurrentLimitWait
-		case ec2api.IsThrottle(err), ec2api.IsCredentialsFailure(err):
-			wait = throttleWait
-		default:
-			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s with %s: %w", volumeID, s.cfg.Region, s.cfg.Credentials, err)
-		}
-		if !lookUp && s.Clock.Now().Add(wait).After(deadline) {
-			return "", mayHaveMade, fmt.Errorf("creating a snapshot of volume %s in %s: still refused after %s: %w", volumeID, s.cfg.Region, s.CreatePatience, err)
-		}
-		if lookUp {
-			continue
-		}
-		if err := ebs.Sleep(ctx, s.Clock, wait); err != nil {
-			return "", mayHaveMade, err
 		}
 	}
-}
-
-// unansweredError says why CreateSnapshot gives up after requests whose outcome stayed
-// unknown for the create patience, and how a snapshot one of them may have made is found.
-func (s *Snapshotter) unansweredError(volumeID, token string, requests int, last error) error {
-	return fmt.Errorf("creating a snapshot of volume %s in %s: %d requests in %s got no answer or a server error, and EC2 lists no snapshot made by them; "+
-		"one may still appear, tagged %s=%s and %s=%s, and the backup's operation deletes it: %w",
-		volumeID, s.cfg.Region, requests, s.CreatePatience, model.TagCreateToken, token, model.TagRecorded, model.RecordedPending, last)
 }
 
 // markReturned marks the snapshot about to be returned to Velero as returned (recordedTrue
