@@ -385,27 +385,29 @@ func (s *Deleter) deleteWithin(ctx context.Context, t deletionTarget, deadline t
 	return s.deleteOne(ctx, t)
 }
 
-// deleteOne deletes a snapshot with the credentials it was found with. One EC2 refuses to
-// delete because its lock has not expired is kept (see keep), not reported as a failed
-// deletion that Velero would report at every try until the lock ends.
+// deleteOne deletes a snapshot with the credentials it was found with, as decideDeleteAnswer
+// says: a refusal may be EC2 holding the snapshot's lock, read then.
 func (s *Deleter) deleteOne(ctx context.Context, t deletionTarget) error {
 	c, err := s.clientsOf(t.via)(ctx, t.region)
 	if err != nil {
 		return err
 	}
 	_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(t.id)})
+	answer := decideDeleteAnswer(t, err, nil)
+	if answer.readLock {
+		var lock *types.LockedSnapshotsInfo
+		if l, lerr := lockOf(ctx, c, t.id); lerr == nil {
+			lock = &l
+		}
+		answer = decideDeleteAnswer(t, err, lock)
+	}
 	switch {
-	case err == nil || ec2api.IsNotFound(err):
+	case answer.keep != "":
+		s.keep(ctx, t, answer.keep)
+	case answer.err == nil:
 		s.Log.Infof("Deleted snapshot %s", t)
-		return nil
-	case ec2api.IsTransient(err):
-		return fmt.Errorf("deleting snapshot %s: %w", t, err)
 	}
-	if lock, lerr := lockOf(ctx, c, t.id); lerr == nil && model.Locked(lock.LockState) {
-		s.keep(ctx, t, fmt.Sprintf("its %s lock lasts until %s", lock.LockState, aws.ToTime(lock.LockExpiresOn).UTC().Format(time.RFC3339)))
-		return nil
-	}
-	return fmt.Errorf("deleting snapshot %s: %w", t, err)
+	return answer.err
 }
 
 // clientsOf are the clients of the credentials via names.

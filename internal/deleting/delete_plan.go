@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
@@ -406,4 +407,31 @@ func otherSourceAccount(copies []foundSnapshot) string {
 		}
 	}
 	return ""
+}
+
+// deleteAnswer is what EC2's answer to deleting a snapshot means: deleted (nothing set), a
+// failure, a refusal whose reason the snapshot's lock may give (readLock), or a snapshot to
+// keep, and why.
+type deleteAnswer struct {
+	readLock bool
+	keep     string
+	err      error
+}
+
+// decideDeleteAnswer judges EC2's answer err to deleting t; lock is the snapshot's lock as read
+// after a refusal (nil: not read, or EC2 could not say). A snapshot already gone counts as
+// deleted. A refusal of a snapshot whose lock still holds keeps it (see keep) instead of failing
+// the deletion, which Velero would report at every try until the lock ends.
+func decideDeleteAnswer(t deletionTarget, err error, lock *types.LockedSnapshotsInfo) deleteAnswer {
+	switch {
+	case err == nil || ec2api.IsNotFound(err):
+		return deleteAnswer{}
+	case ec2api.IsTransient(err):
+		return deleteAnswer{err: fmt.Errorf("deleting snapshot %s: %w", t, err)}
+	case lock == nil:
+		return deleteAnswer{readLock: true, err: fmt.Errorf("deleting snapshot %s: %w", t, err)}
+	case model.Locked(lock.LockState):
+		return deleteAnswer{keep: fmt.Sprintf("its %s lock lasts until %s", lock.LockState, aws.ToTime(lock.LockExpiresOn).UTC().Format(time.RFC3339))}
+	}
+	return deleteAnswer{err: fmt.Errorf("deleting snapshot %s: %w", t, err)}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/mockec2"
 )
@@ -550,5 +551,37 @@ func TestDeleteSnapshotLooksForFailedSnapshotsOncePerBackup(t *testing.T) {
 	if describesOfSecond[true] != describesOfSecond[false]-1 {
 		t.Errorf("the second deletion made %d DescribeSnapshots in %s in the process of the first, %d in a fresh one; want one fewer (no second look for failed snapshots)",
 			describesOfSecond[true], mockec2.SrcRegion, describesOfSecond[false])
+	}
+}
+
+// What EC2's answer to deleting a snapshot means.
+func TestWhatADeletionAnswerMeans(t *testing.T) {
+	target := deletionTarget{regionalSnapshot: regionalSnapshot{region: mockec2.DstRegion, id: "snap-c0000001"}}
+	refused := mockec2.APIErr("InvalidParameterValue")
+	until := mockec2.T0.Add(24 * time.Hour)
+	tests := []struct {
+		name string
+		err  error
+		lock *types.LockedSnapshotsInfo
+		want deleteAnswer
+	}{
+		{name: "deleted", want: deleteAnswer{}},
+		{name: "already gone counts as deleted", err: mockec2.APIErr(ec2api.CodeSnapshotNotFound), want: deleteAnswer{}},
+		{name: "a refusal is first checked against the snapshot's lock", err: refused, want: deleteAnswer{readLock: true}},
+		{name: "a snapshot its lock holds is kept, not a failure", err: refused, lock: &types.LockedSnapshotsInfo{LockState: types.LockStateGovernance, LockExpiresOn: &until},
+			want: deleteAnswer{keep: "its governance lock lasts until " + until.Format(time.RFC3339)}},
+		{name: "a refusal with no lock holding fails the deletion", err: refused, lock: &types.LockedSnapshotsInfo{LockState: types.LockStateExpired}},
+		{name: "a transient failure fails the deletion, which Velero tries again", err: mockec2.HTTPErr(503, "ServiceUnavailable")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decideDeleteAnswer(target, tt.err, tt.lock)
+			if got.readLock != tt.want.readLock || got.keep != tt.want.keep {
+				t.Errorf("decideDeleteAnswer = %+v, want %+v", got, tt.want)
+			}
+			if failed := tt.want.keep == "" && tt.err != nil && !ec2api.IsNotFound(tt.err); (got.err != nil) != failed {
+				t.Errorf("error %v, want one: %v", got.err, failed)
+			}
+		})
 	}
 }
