@@ -48,6 +48,7 @@ type settings struct {
 	handoff        *Handoff
 	locator        Locator
 	vault          ec2api.Regional
+	volumeTags     map[string]string
 }
 
 func newSettings(opts []Option) settings {
@@ -113,3 +114,7 @@ func WithLocator(l Locator) Option { return func(s *settings) { s.locator = l } 
 // WithVaultClients gives the EC2 clients of the vault account's credentials: a Snapshotter
 // deletes vault copies with them, and a Tracker made without a Locator copies into the vault.
 func WithVaultClients(c ec2api.Regional) Option { return func(s *settings) { s.vault = c } }
+
+// WithVolumeTags makes every volume the Snapshotter restores carry tags from its creation, in
+// CreateVolume's own request, before the snapshot's tags it keeps.
+func WithVolumeTags(tags map[string]string) Option { return func(s *settings) { s.volumeTags = tags } }

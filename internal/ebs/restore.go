@@ -21,7 +21,7 @@ import (
 // nothing itself.
 func (s *Snapshotter) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	req := restoreRequest{snapshotID: snapshotID, volumeType: volumeType, volumeAZ: volumeAZ, iops: iops}
-	pol := restorePolicy{cfg: s.cfg, clusterName: s.clusterName, patience: s.createPatience}
+	pol := restorePolicy{cfg: s.cfg, clusterName: s.clusterName, patience: s.createPatience, volumeTags: s.volumeTags}
 	var seen restoreSeen
 	seen.session, seen.sessionErr = restoreSession()
 	for {
