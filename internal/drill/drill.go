@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
@@ -307,7 +308,7 @@ func (d *Driller) poll(ctx context.Context, c ec2api.EC2, waitInit bool, rep *Re
 	if len(ids) == 0 {
 		return nil
 	}
-	since := d.Clock.Since(rep.Started)
+	since := cli.Seconds(d.Clock.Since(rep.Started))
 	if out, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: ids}); err == nil {
 		for _, vol := range out.Volumes {
 			if v := byID[aws.ToString(vol.VolumeId)]; v != nil && vol.State == types.VolumeStateAvailable && v.ToAvailable == 0 {
