@@ -119,7 +119,7 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	rep.Leftovers, rep.Problems = d.deleteLeftovers(ctx, c, cfg.Region, creds, install)
 	restorer := ebs.NewSnapshotter(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
 		return d.Clients.Client(ctx, region, creds)
-	}, ebs.WithLogger(d.Log), ebs.WithVolumeTags(map[string]string{audit.TagDrill: install}))
+	}, ebs.WithClock(d.Clock), ebs.WithLogger(d.Log), ebs.WithVolumeTags(map[string]string{audit.TagDrill: install}))
 	d.restore(ctx, c, restorer, plan, o, &rep)
 	if o.Record {
 		if err := d.record(ctx, &backup, rep.Summary()); err != nil {
