@@ -105,7 +105,7 @@ func TestRecoveryPoints(t *testing.T) {
 			if tc.newestUncopied {
 				want = "nightly-1"
 			}
-			if point.Backup != want || point.Stale != tc.stale || point.Interval != audittest.SchedulePeriod {
+			if point.Backup != want || point.Stale != tc.stale || point.Interval.Duration() != audittest.SchedulePeriod {
 				t.Errorf("recovery point %+v, want backup %s, stale %v, interval %v\n%s", *point, want, tc.stale, audittest.SchedulePeriod, audittest.Text(t, rep))
 			}
 		})

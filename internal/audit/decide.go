@@ -9,6 +9,7 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
@@ -387,18 +388,21 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 	var out []RecoveryPoint
 	for _, k := range keys {
 		p := RecoveryPoint{Schedule: k.schedule, Place: k.place}
+		var interval time.Duration
 		if s := starts[k.schedule]; len(s) >= 2 {
-			p.Interval = s[0].Sub(s[1])
+			interval = s[0].Sub(s[1])
 		}
+		p.Interval = cli.Seconds(interval)
 		b := newest[k]
 		switch {
 		case b == nil:
 			p.Finding = "no backup of this schedule has all its copies completed here"
 		default:
-			p.Backup, p.Age = b.Name, now.Sub(b.Started)
-			if p.Interval > 0 && p.Age > p.Interval+slack {
+			pointAge := now.Sub(b.Started)
+			p.Backup, p.Age = b.Name, cli.Seconds(pointAge)
+			if interval > 0 && pointAge > interval+slack {
 				p.Stale = true
-				p.Finding = fmt.Sprintf("older than the schedule's interval (%s) by more than %s: the newer backups' copies are not all completed", age(p.Interval), age(slack))
+				p.Finding = fmt.Sprintf("older than the schedule's interval (%s) by more than %s: the newer backups' copies are not all completed", age(interval), age(slack))
 			}
 		}
 		out = append(out, p)
@@ -427,7 +431,7 @@ func (v view) orphans(w World, o Options, rep *Report) {
 			continue
 		}
 		orphan := Orphan{ID: s.ID, Kind: s.Kind, Account: s.Account, Region: s.Region, Backup: s.Tags[model.TagBackup],
-			Why: why, Age: w.Now.Sub(s.Started), Bytes: s.Bytes, Tier: s.Tier, MonthlyCost: cost(s, o.Prices)}
+			Why: why, Age: cli.Seconds(w.Now.Sub(s.Started)), Bytes: s.Bytes, Tier: s.Tier, MonthlyCost: cost(s, o.Prices)}
 		install := s.Tags[model.TagInstall]
 		switch {
 		case install == "":

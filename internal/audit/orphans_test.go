@@ -113,6 +113,18 @@ func TestOrphans(t *testing.T) {
 			kept: 1,
 		},
 		{
+			name: "a vault copy kept by vaultRetainOnDelete is kept, counted once, when a location restoring from the vault reaches it too",
+			setup: func(w *audittest.World) ([]string, []string) {
+				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+				w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: "vault-recovery"},
+					Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider,
+						Config: map[string]string{"region": audittest.CopyRegion, "profile": audittest.VaultProfile}}})
+				s := w.Take("deleted", w.Vols[0], audittest.Outcome{Retained: true})
+				return []string{s.Source, s.Copy}, []string{s.Vault}
+			},
+			kept: 1,
+		},
+		{
 			name: "with a storage location unavailable, no snapshot of a missing backup is called an orphan",
 			setup: func(w *audittest.World) ([]string, []string) {
 				w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -115,7 +116,38 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 		w.DrillVolumes = append(w.DrillVolumes, vols...)
 		w.Read = append(w.Read, Place{Kind: ownOrVault(p.kind), Region: p.region})
 	}
+	w.Snapshots, w.DrillVolumes = oncePerSnapshot(w.Snapshots), oncePerVolume(w.DrillVolumes)
 	return w, nil
+}
+
+// oncePerSnapshot keeps one listing of each snapshot that two places reached (a location
+// restoring from the vault reaches the vault's region with the vault's credentials): the one
+// with its lock (read in the vault's place), else the first.
+func oncePerSnapshot(snaps []Snapshot) []Snapshot {
+	at := map[string]int{}
+	var out []Snapshot
+	for _, s := range snaps {
+		key := s.Account + "/" + s.ID
+		i, seen := at[key]
+		switch {
+		case !seen:
+			at[key] = len(out)
+			out = append(out, s)
+		case s.Lock != nil:
+			out[i] = s
+		}
+	}
+	return out
+}
+
+// oncePerVolume keeps one listing of each drill volume that two places reached.
+func oncePerVolume(vols []DrillVolume) []DrillVolume {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(vols, func(v DrillVolume) bool {
+		dup := seen[v.ID]
+		seen[v.ID] = true
+		return dup
+	})
 }
 
 // ownOrVault is the Place kind of a place of kind k.
@@ -212,19 +244,22 @@ func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, []DrillVo
 	return out, vols, nil
 }
 
-// snapshotOf is s as the audit keeps it: a copy in the location's account is a copy, a
-// snapshot in the vault account a vault copy.
+// snapshotOf is s as the audit keeps it: a snapshot in the vault account, or one naming the
+// account it was copied from (a location restoring from the vault reads the vault copies as its
+// own account's), is a vault copy; another copy in the location's account is a copy.
 func snapshotOf(s types.Snapshot, p place, locks map[string]*Lock) Snapshot {
 	tags := map[string]string{}
 	for _, t := range s.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
 	kind := p.kind
-	if kind != KindVault {
+	switch {
+	case kind == KindVault || tags[model.TagSourceAccount] != "":
+		kind = KindVault
+	case tags[model.TagSourceSnapshotID] != "":
+		kind = KindCopy
+	default:
 		kind = KindSource
-		if tags[model.TagSourceSnapshotID] != "" {
-			kind = KindCopy
-		}
 	}
 	out := Snapshot{ID: aws.ToString(s.SnapshotId), Account: aws.ToString(s.OwnerId), Region: p.region, Kind: kind,
 		State: string(s.State), Started: aws.ToTime(s.StartTime), Completed: aws.ToTime(s.CompletionTime),

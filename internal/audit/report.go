@@ -84,12 +84,12 @@ type RecoveryPoint struct {
 	Schedule string `json:"schedule"`
 	Place    string `json:"place"`
 	// Backup is the newest backup whose copies there are all completed; "" when none is.
-	Backup string        `json:"backup,omitempty"`
-	Age    time.Duration `json:"age,omitempty"`
+	Backup string      `json:"backup,omitempty"`
+	Age    cli.Seconds `json:"ageSeconds,omitempty"`
 	// Interval is the schedule's (the time between its two newest backups); zero when unknown.
-	Interval time.Duration `json:"interval,omitempty"`
-	Stale    bool          `json:"stale"`
-	Finding  string        `json:"finding,omitempty"`
+	Interval cli.Seconds `json:"intervalSeconds,omitempty"`
+	Stale    bool        `json:"stale"`
+	Finding  string      `json:"finding,omitempty"`
 }
 
 // OrphanGroup is the orphans naming one backup.
@@ -101,15 +101,15 @@ type OrphanGroup struct {
 
 // Orphan is a snapshot no backup needs, or one kept though its backup is gone.
 type Orphan struct {
-	ID      string        `json:"id"`
-	Kind    Kind          `json:"kind"`
-	Account string        `json:"account"`
-	Region  string        `json:"region"`
-	Backup  string        `json:"backup"`
-	Why     string        `json:"why"`
-	Age     time.Duration `json:"age"`
-	Bytes   int64         `json:"bytes"`
-	Tier    string        `json:"tier"`
+	ID      string      `json:"id"`
+	Kind    Kind        `json:"kind"`
+	Account string      `json:"account"`
+	Region  string      `json:"region"`
+	Backup  string      `json:"backup"`
+	Why     string      `json:"why"`
+	Age     cli.Seconds `json:"ageSeconds"`
+	Bytes   int64       `json:"bytes"`
+	Tier    string      `json:"tier"`
 	// MonthlyCost is the estimated storage cost in USD per month (Prices).
 	MonthlyCost float64 `json:"monthlyCostUSD"`
 	// Refusal, when set, says why --delete-orphans does not delete it.
@@ -245,7 +245,7 @@ func (r Report) WriteText(w io.Writer) error {
 }
 
 func writeOrphan(w io.Writer, o Orphan) {
-	fmt.Fprintf(w, "    %s %s\t%s %s\t%s old\t%s\t$%.2f/month\t%s\n", o.Kind, o.ID, o.Account, o.Region, age(o.Age), gib(o.Bytes), o.MonthlyCost, o.Why)
+	fmt.Fprintf(w, "    %s %s\t%s %s\t%s old\t%s\t$%.2f/month\t%s\n", o.Kind, o.ID, o.Account, o.Region, age(o.Age.Duration()), gib(o.Bytes), o.MonthlyCost, o.Why)
 	if o.Refusal != "" {
 		fmt.Fprintf(w, "      not deleted: %s\n", o.Refusal)
 	}
@@ -285,10 +285,10 @@ func placeText(p PlaceCount) string {
 func pointText(p RecoveryPoint) string {
 	s := "no DR-ready backup"
 	if p.Backup != "" {
-		s = fmt.Sprintf("%s, %s old", p.Backup, age(p.Age))
+		s = fmt.Sprintf("%s, %s old", p.Backup, age(p.Age.Duration()))
 	}
 	if p.Interval > 0 {
-		s += ", interval " + age(p.Interval)
+		s += ", interval " + age(p.Interval.Duration())
 	}
 	if p.Finding != "" {
 		s += ": " + p.Finding

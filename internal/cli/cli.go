@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
@@ -131,4 +134,26 @@ func WriteJSON(w io.Writer, report any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(report)
+}
+
+// Seconds is a duration in a command's report, which JSON writes as a number of seconds (to the
+// millisecond), for alerts to compare; its field names say "Seconds".
+type Seconds time.Duration
+
+// Duration is s as a time.Duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(s) }
+
+// MarshalJSON writes s as a number of seconds.
+func (s Seconds) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, s.Duration().Round(time.Millisecond).Seconds(), 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads a number of seconds.
+func (s *Seconds) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("a duration in seconds: %w", err)
+	}
+	*s = Seconds(math.Round(f * float64(time.Second)))
+	return nil
 }

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -37,6 +39,30 @@ func TestParse(t *testing.T) {
 				if err == nil || !strings.Contains(stderr.String(), tc.wantErr) {
 					t.Fatalf("err %v, stderr %q: want %q", err, stderr.String(), tc.wantErr)
 				}
+			}
+		})
+	}
+}
+
+// A report's durations are written as seconds, and read back as they were written.
+func TestSecondsInJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    time.Duration
+		want string
+	}{
+		{"whole hours as seconds", 6 * time.Hour, "21600"},
+		{"a drill's time to the millisecond", 41*time.Second + 123456789*time.Nanosecond, "41.123"},
+		{"zero as 0", 0, "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(Seconds(tc.d))
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("wrote %s (err %v), want %s", b, err, tc.want)
+			}
+			var back Seconds
+			if err := json.Unmarshal(b, &back); err != nil || back.Duration() != tc.d.Round(time.Millisecond) {
+				t.Errorf("read %s back as %v (err %v), want %v", b, back.Duration(), err, tc.d.Round(time.Millisecond))
 			}
 		})
 	}

@@ -4,8 +4,9 @@
 // measures the time until each volume is available (and initialized, when asked), and deletes
 // every volume it made. It never touches a snapshot.
 //
-// Each volume is tagged audit.TagDrill with this install's identity as soon as it exists, so
-// that the next drill, or `audit --delete-orphans`, deletes the volumes of an interrupted one.
+// Each volume carries audit.TagDrill with this install's identity from its creation (in the
+// CreateVolume request itself), so that the next drill, or `audit --delete-orphans`, deletes
+// the volumes of an interrupted one, however early it was interrupted.
 package drill
 
 import (
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
@@ -119,8 +121,8 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	rep.Leftovers, rep.Problems = d.deleteLeftovers(ctx, c, cfg.Region, creds, install)
 	restorer := restoring.NewRestorer(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
 		return d.Clients.Client(ctx, region, creds)
-	}, ebs.WithLogger(d.Log))
-	d.restore(ctx, c, restorer, plan, install, o, &rep)
+	}, ebs.WithClock(d.Clock), ebs.WithLogger(d.Log), ebs.WithVolumeTags(map[string]string{audit.TagDrill: install}))
+	d.restore(ctx, c, restorer, plan, o, &rep)
 	if o.Record {
 		if err := d.record(ctx, &backup, rep.Summary()); err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
@@ -231,21 +233,17 @@ func (d *Driller) deleteLeftovers(ctx context.Context, c ec2api.EC2, region stri
 	return deleted, problems
 }
 
-// restore creates the plan's volumes, tags each as this install's drill's, waits for them, and
-// deletes them all.
-func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *restoring.Restorer, plan Plan, install string, o Options, rep *Report) {
+// restore creates the plan's volumes with restorer (which tags each as this install's drill's),
+// waits for them, and deletes them all.
+func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *restoring.Restorer, plan Plan, o Options, rep *Report) {
 	for _, cand := range plan.Restore {
 		v := VolumeResult{PV: cand.PV, SnapshotID: cand.ID, SizeGiB: cand.SizeGiB}
 		id, err := restorer.CreateVolumeFromSnapshot(ctx, cand.ID, cand.VolumeType, cand.VolumeAZ, cand.VolumeIOPS)
 		if err != nil {
 			v.Error = "restoring: " + err.Error()
 			rep.Problems = append(rep.Problems, fmt.Sprintf("PV %s: %s", cand.PV, v.Error))
-		} else {
-			v.VolumeID = id
-			if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: []types.Tag{{Key: aws.String(audit.TagDrill), Value: aws.String(install)}}}); err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("PV %s: tagging volume %s as a drill's: %v", cand.PV, id, err))
-			}
 		}
+		v.VolumeID = id
 		rep.Volumes = append(rep.Volumes, v)
 	}
 	d.wait(ctx, c, o, rep)
@@ -312,7 +310,7 @@ func (d *Driller) poll(ctx context.Context, c ec2api.EC2, waitInit bool, rep *Re
 	if len(ids) == 0 {
 		return nil
 	}
-	since := d.Clock.Since(rep.Started)
+	since := cli.Seconds(d.Clock.Since(rep.Started))
 	if out, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: ids}); err == nil {
 		for _, vol := range out.Volumes {
 			if v := byID[aws.ToString(vol.VolumeId)]; v != nil && vol.State == types.VolumeStateAvailable && v.ToAvailable == 0 {

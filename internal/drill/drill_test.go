@@ -16,6 +16,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
@@ -166,6 +167,55 @@ func TestInterruptedDrillCleanedUp(t *testing.T) {
 				t.Errorf("volumes left %v: want this install's drill volume %s deleted, the other install's %s kept", left, ids[0], ids[1])
 			}
 		})
+	}
+}
+
+// killedAfterCreate are the world's clients, whose every CreateVolume is followed by the end of
+// the drill's process: kill cancels the drill's context as soon as EC2 answered.
+type killedAfterCreate struct {
+	audittest.SimClients
+	kill context.CancelFunc
+}
+
+func (k killedAfterCreate) Client(ctx context.Context, region string, creds ec2api.Credentials) (ec2api.EC2, error) {
+	c, err := k.SimClients.Client(ctx, region, creds)
+	if err != nil {
+		return nil, err
+	}
+	return killingClient{Client: c.(*ec2.Client), kill: k.kill}, nil
+}
+
+// killingClient is an EC2 client whose CreateVolume ends the drill once answered.
+type killingClient struct {
+	*ec2.Client
+	kill context.CancelFunc
+}
+
+func (c killingClient) CreateVolume(ctx context.Context, in *ec2.CreateVolumeInput, optFns ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {
+	out, err := c.Client.CreateVolume(ctx, in, optFns...)
+	c.kill()
+	return out, err
+}
+
+// A drill killed as soon as EC2 made its volume leaves a volume that is already the drill's:
+// audit --delete-orphans finds it and deletes it.
+func TestDrillKilledAfterCreateVolumeLeavesItsVolumeFound(t *testing.T) {
+	w := drillWorld(t, false)
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	d := &drill.Driller{Kube: w.Kube(), Records: w.Records, Resolver: w.Resolver(), Clients: killedAfterCreate{SimClients: w.Clients(), kill: kill},
+		Clock: w.Clock, Log: logrus.New(), Namespace: audittest.VeleroNS, Provider: location.DefaultProvider}
+	rep, err := d.Run(ctx, drill.Options{Backup: "b1", Location: recoveryLocation, PollInterval: pollInterval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if liveVolumes(w, audittest.CopyRegion) == 0 {
+		t.Fatalf("the killed drill left no volume (report %+v): nothing to find", rep)
+	}
+	w.Clock.Step(audit.DrillMaxDuration + time.Minute)
+	audited := w.Audit(true)
+	if n := liveVolumes(w, audittest.CopyRegion); n != 0 {
+		t.Errorf("%d volumes left after audit --delete-orphans, want the killed drill's found and deleted\n%s", n, audittest.Text(t, audited))
 	}
 }
 

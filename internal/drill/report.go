@@ -23,8 +23,8 @@ type Report struct {
 	Unrestorable []Skip `json:"unrestorable,omitempty"`
 	// ToAvailable and ToInitialized are the drill's recovery times: from its start until the
 	// last volume was available (initialized, when waited for).
-	ToAvailable   time.Duration `json:"toAvailable"`
-	ToInitialized time.Duration `json:"toInitialized,omitempty"`
+	ToAvailable   cli.Seconds `json:"toAvailableSeconds"`
+	ToInitialized cli.Seconds `json:"toInitializedSeconds,omitempty"`
 	// Leftovers are the volumes of earlier, interrupted drills this drill deleted.
 	Leftovers []string `json:"leftoversDeleted,omitempty"`
 	// Problems are what went wrong, each with its fix.
@@ -38,10 +38,10 @@ type VolumeResult struct {
 	VolumeID   string `json:"volumeId,omitempty"`
 	SizeGiB    int32  `json:"sizeGiB"`
 	// ToAvailable and ToInitialized are from the drill's start; zero when not reached.
-	ToAvailable   time.Duration `json:"toAvailable,omitempty"`
-	ToInitialized time.Duration `json:"toInitialized,omitempty"`
-	Deleted       bool          `json:"deleted"`
-	Error         string        `json:"error,omitempty"`
+	ToAvailable   cli.Seconds `json:"toAvailableSeconds,omitempty"`
+	ToInitialized cli.Seconds `json:"toInitializedSeconds,omitempty"`
+	Deleted       bool        `json:"deleted"`
+	Error         string      `json:"error,omitempty"`
 }
 
 // Passed reports whether every volume of the backup in the sample was restored (and
@@ -55,9 +55,9 @@ func (r Report) Summary() string {
 		verdict = "failed"
 	}
 	s := fmt.Sprintf("%s %s: %d volumes restored in %s through location %s, available in %s", verdict,
-		r.Started.UTC().Format(time.RFC3339), len(r.Volumes), r.Region, r.Location, r.ToAvailable.Round(time.Second))
+		r.Started.UTC().Format(time.RFC3339), len(r.Volumes), r.Region, r.Location, r.ToAvailable.Duration().Round(time.Second))
 	if r.ToInitialized > 0 {
-		s += fmt.Sprintf(", initialized in %s", r.ToInitialized.Round(time.Second))
+		s += fmt.Sprintf(", initialized in %s", r.ToInitialized.Duration().Round(time.Second))
 	}
 	if n := len(r.Unrestorable); n > 0 {
 		s += fmt.Sprintf(", %d not restorable there", n)
@@ -77,7 +77,7 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "Drill of backup %s in %s (location %s)\n", r.Backup, r.Region, r.Location)
 	for _, v := range r.Volumes {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, orDash(v.VolumeID), v.SizeGiB,
-			dur(v.ToAvailable), dur(v.ToInitialized), deleted(v))
+			dur(v.ToAvailable.Duration()), dur(v.ToInitialized.Duration()), deleted(v))
 	}
 	for _, s := range r.Unrestorable {
 		fmt.Fprintf(tw, "  ✗ %s\t%s\tnot restorable: %s\n", s.PV, s.SnapshotID, s.Why)

@@ -49,6 +49,7 @@ type Settings struct {
 	Handoff        *Handoff
 	Locator        Locator
 	Vault          ec2api.Regional
+	VolumeTags     map[string]string
 }
 
 func NewSettings(opts []Option) Settings {
@@ -114,3 +115,7 @@ func WithLocator(l Locator) Option { return func(s *Settings) { s.Locator = l } 
 // WithVaultClients gives the EC2 clients of the vault account's credentials: a Snapshotter
 // deletes vault copies with them, and a Tracker made without a Locator copies into the vault.
 func WithVaultClients(c ec2api.Regional) Option { return func(s *Settings) { s.Vault = c } }
+
+// WithVolumeTags makes every volume a Restorer restores carry tags from its creation, in
+// CreateVolume's own request, before the snapshot's tags it keeps.
+func WithVolumeTags(tags map[string]string) Option { return func(s *Settings) { s.VolumeTags = tags } }

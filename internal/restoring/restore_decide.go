@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,6 +42,8 @@ type restorePolicy struct {
 	clusterName string
 	// patience bounds how long CreateVolume answers that are lost are ridden out.
 	patience time.Duration
+	// volumeTags are tags every restored volume carries from its creation (WithVolumeTags).
+	volumeTags map[string]string
 }
 
 // restoreSeen is what a restore has read from EC2 and the answers to its requests, in order.
@@ -312,22 +315,29 @@ func volumeRequest(snap *types.Snapshot, tags map[string]string, req restoreRequ
 }
 
 // withRestoreToken gives in its restore token, as its ClientToken and as the volume's tag, with
-// the cluster's ownership tags and the volume's other tags.
+// the tags the policy gives every restored volume, the cluster's ownership tags and the volume's
+// other tags.
 func withRestoreToken(in *ec2.CreateVolumeInput, session string, pol restorePolicy, volumeTags map[string]string) {
-	token := restoreTokenOf(session, pol.cfg.Region, in)
+	token := restoreTokenOf(session, pol.cfg.Region, in, pol.volumeTags)
 	in.ClientToken = aws.String(token)
-	vt, _ := model.MergeTags(model.MaxTags, map[string]string{model.TagRestoreToken: token}, clusterTags(pol.clusterName), volumeTags)
+	vt, _ := model.MergeTags(model.MaxTags, map[string]string{model.TagRestoreToken: token}, pol.volumeTags, clusterTags(pol.clusterName), volumeTags)
 	in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: vt}}
 }
 
-// restoreTokenOf is the ClientToken of the CreateVolume in of a restore session in region: a
-// digest of the session and of the request, so that every attempt to restore the same PV in
-// this restore, Velero's own retries included, is one request to EC2 and makes one volume.
-func restoreTokenOf(session, region string, in *ec2.CreateVolumeInput) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%s|%s|%d|%d|%t|%s|%d", session, region,
+// restoreTokenOf is the ClientToken of the CreateVolume in of a restore session in region,
+// whose volume carries volumeTags from its creation: a digest of the session and of the
+// request, so that every attempt to restore the same PV in this restore, Velero's own retries
+// included, is one request to EC2 and makes one volume, and a restore asking for other tags
+// never gets another restore's volume.
+func restoreTokenOf(session, region string, in *ec2.CreateVolumeInput, volumeTags map[string]string) string {
+	request := fmt.Appendf(nil, "%s|%s|%s|%s|%s|%d|%d|%t|%s|%d", session, region,
 		aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone), in.VolumeType,
 		aws.ToInt32(in.Iops), aws.ToInt32(in.Throughput), aws.ToBool(in.Encrypted), aws.ToString(in.KmsKeyId),
-		aws.ToInt32(in.VolumeInitializationRate)))
+		aws.ToInt32(in.VolumeInitializationRate))
+	for _, k := range slices.Sorted(maps.Keys(volumeTags)) {
+		request = fmt.Appendf(request, "|%q=%q", k, volumeTags[k])
+	}
+	sum := sha256.Sum256(request)
 	return hex.EncodeToString(sum[:restoreTokenBytes])
 }
 

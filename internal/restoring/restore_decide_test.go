@@ -26,6 +26,8 @@ func TestDecideRestore(t *testing.T) {
 		zone("us-east-1c", types.AvailabilityZoneStateAvailable, "availability-zone"),
 	}
 	withRate := east
+	withVolumeTags := east
+	withVolumeTags.volumeTags = map[string]string{"team": "drills"}
 	withRate.cfg.Restore = model.RestoreConfig{InitializationRate: 300}
 	withFallback := withRate
 	withFallback.cfg.Restore.InitializationFallback = true
@@ -95,10 +97,15 @@ func TestDecideRestore(t *testing.T) {
 		{name: "every CreateVolume carries its restore token as ClientToken and tag, and the snapshot's tags but the plugin's own", seen: read, req: req, pol: east,
 			wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
 				tags := model.TagMap(in.TagSpecifications[0].Tags)
-				wantField(t, "ClientToken", aws.ToString(in.ClientToken), restoreTokenOf("session", mockec2.SrcRegion, in))
+				wantField(t, "ClientToken", aws.ToString(in.ClientToken), restoreTokenOf("session", mockec2.SrcRegion, in, nil))
 				wantField(t, "restore token tag", tags[model.TagRestoreToken], aws.ToString(in.ClientToken))
 				wantField(t, "PV tag", tags[model.TagPV], "pv-1")
 				wantField(t, "volume type tag", tags[model.TagVolumeType], "")
+			}},
+		{name: "the tags every restored volume carries are in CreateVolume's own request and its token", seen: read, req: req, pol: withVolumeTags,
+			wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
+				wantField(t, "team tag", model.TagMap(in.TagSpecifications[0].Tags)["team"], "drills")
+				wantField(t, "ClientToken", aws.ToString(in.ClientToken), restoreTokenOf("session", mockec2.SrcRegion, in, withVolumeTags.volumeTags))
 			}},
 		{name: "EC2's answer ends the restore with its volume", seen: sentOnce(east, nil, false, ""), req: req, pol: east,
 			wantVolume: "vol-0000000e"},

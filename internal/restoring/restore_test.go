@@ -460,21 +460,23 @@ func TestRestoreTokenIsTheRestoreOfThePV(t *testing.T) {
 	otherZone, otherSnap := base, base
 	otherZone.AvailabilityZone = aws.String("us-east-1b")
 	otherSnap.SnapshotId = aws.String("snap-0000000b")
-	first := restoreTokenOf("session", mockec2.SrcRegion, &base)
+	first := restoreTokenOf("session", mockec2.SrcRegion, &base, nil)
 	tests := []struct {
-		name     string
-		region   string
-		in       ec2.CreateVolumeInput
-		wantSame bool
+		name       string
+		region     string
+		in         ec2.CreateVolumeInput
+		volumeTags map[string]string
+		wantSame   bool
 	}{
 		{name: "same PV again", region: mockec2.SrcRegion, in: base, wantSame: true},
 		{name: "another zone", region: mockec2.SrcRegion, in: otherZone},
 		{name: "another snapshot", region: mockec2.SrcRegion, in: otherSnap},
 		{name: "another region", region: mockec2.DstRegion, in: base},
+		{name: "other tags on the volume", region: mockec2.SrcRegion, in: base, volumeTags: map[string]string{"team": "a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := restoreTokenOf("session", tt.region, &tt.in)
+			got := restoreTokenOf("session", tt.region, &tt.in, tt.volumeTags)
 			if (got == first) != tt.wantSame || len(got) > 64 {
 				t.Errorf("token %q, first %q: same %v, want %v (at most 64 characters)", got, first, got == first, tt.wantSame)
 			}

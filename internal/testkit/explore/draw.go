@@ -157,7 +157,7 @@ func (w *world) enabled() []string {
 	if len(w.restorable()) > 0 {
 		out = append(out, actRestore)
 	}
-	return out
+	return append(out, w.drillAndAuditActors()...)
 }
 
 func (w *world) unexecuted() []int {
@@ -248,6 +248,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.toolTag()
 	case actRestore:
 		w.restoreScripted(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"), drawRestore(t))
+	default:
+		w.stepDrillOrAudit(t, actor)
 	}
 }
 

@@ -129,5 +129,8 @@ func (w *world) checkLive(op *operation, completed bool, desc string) {
 	if completed || op.evidenceAt.IsZero() || len(w.faults) > 0 || w.kube != nil || len(w.down) > 0 || w.clk.Since(op.evidenceAt) < w.evidenceSettle() {
 		return
 	}
+	if !w.evidenceComplete(op, w.everything()) {
+		return // no longer complete since the last check: a deletion within this step
+	}
 	w.violate(catNotCompleted, "%s's snapshot and copies have been complete for %s, and it still reports %q", op.pv, w.clk.Since(op.evidenceAt), desc)
 }

@@ -308,6 +308,7 @@ func newWorld(s setup) (*world, error) {
 	}
 	w.handoff = ebs.NewHandoff(clk)
 	w.snapshotter = tracking.NewSnapshotter(cfg, w.regional("source", sourceAccount, true), w.locationOptions(cfg, true)...)
+	w.snapshotter.SetInstall(ourInstall)
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
 		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}

@@ -1,0 +1,352 @@
+package explore
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+)
+
+// The audit's orphan deletion (velero-plugin-for-aws-async audit --delete-orphans --confirm) as
+// an actor, through internal/audit's Read, Decide and DeleteOrphans, on the world's accounts and
+// the cluster as it stands at that step; and another install of this release, or an earlier
+// release, snapshotting in the same account with the plugin's tags. The promise: the deletion
+// deletes nothing a backup needs, nothing of another install or of an unknown one, no locked or
+// retained copy, and changes and shares nothing.
+//
+// The cluster both the audit and the drill (drill.go) read holds the world's backup while it is
+// not deleted, with Velero's record of its snapshots once its item phase is over, the location,
+// a recovery location in the copy region and one restoring from the vault (as the README's
+// recovery setups have them), and the credentials Secret.
+
+// Actor kinds of the audit and the drill.
+const (
+	actDeleteOrphans = "audit: --delete-orphans --confirm"
+	actTaggedForeign = "other install: snapshot with the plugin's tags"
+	actDrill         = "drill: restore drill of the backup"
+)
+
+// The cluster's identity and names.
+const (
+	// clusterUID is the UID of the cluster's kube-system namespace; theirClusterUID another cluster's.
+	clusterUID      = "kube-system-uid-ours"
+	theirClusterUID = "kube-system-uid-theirs"
+	// recoveryLocation is the cluster's location in the copy region; vaultRecoveryLocation its
+	// location restoring from the vault, with the vault credentials.
+	recoveryLocation      = "recovery"
+	vaultRecoveryLocation = "vault-recovery"
+	storageLocation       = "default"
+	// upstreamLocation is the upstream plugin's location, which the cluster does not list.
+	upstreamLocation = "aws"
+	// otherBackupName is a backup name only other installs use.
+	otherBackupName = "weekly"
+)
+
+// The install identities: this cluster's Velero, another cluster's.
+var (
+	ourInstall   = location.InstallIdentity(clusterUID, veleroNamespace)
+	theirInstall = location.InstallIdentity(theirClusterUID, veleroNamespace)
+)
+
+// auditRole is the role of the audit's requests; auditRequests the only actions it may send.
+const auditRole = "audit"
+
+var auditRequests = map[string]bool{
+	"DescribeSnapshots": true, "DescribeLockedSnapshots": true, "DescribeVolumes": true, "DeleteSnapshot": true, "DeleteVolume": true,
+}
+
+// catOrphanDeletion is the promise the orphan deletion breaks.
+const catOrphanDeletion category = "audit --delete-orphans deleted, changed or shared what a backup needs, another or an unknown install's snapshot, a locked or retained copy, or a volume no interrupted drill of this install left"
+
+// orphanGraces are the --orphan-grace a drawn audit runs with.
+var orphanGraces = []time.Duration{0, audit.DefaultOrphanGrace}
+
+// maxOrphanDeletions bounds the orphan deletions of a run, which keeps the explorer's time.
+const maxOrphanDeletions = 2
+
+// drillAndAuditActors lists the actors of this file and drill.go that may take the next step.
+func (w *world) drillAndAuditActors() []string {
+	var out []string
+	if countOf(w.kinds, actDeleteOrphans) < maxOrphanDeletions {
+		out = append(out, actDeleteOrphans)
+	}
+	if len(w.foreign) < maxForeign {
+		out = append(out, actTaggedForeign)
+	}
+	if len(w.restorable()) > 0 {
+		out = append(out, actDrill)
+	}
+	return out
+}
+
+// countOf counts the steps of actor among kinds.
+func countOf(kinds []string, actor string) int {
+	n := 0
+	for _, k := range kinds {
+		if k == actor {
+			n++
+		}
+	}
+	return n
+}
+
+// stepDrillOrAudit draws and takes one step of an actor of drillAndAuditActors.
+func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
+	switch actor {
+	case actDeleteOrphans:
+		w.deleteOrphans(rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace"), rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0)
+	case actTaggedForeign:
+		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
+			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
+	case actDrill:
+		w.drill(rapid.SampledFrom(w.drillLocations()).Draw(t, "drill through"), rapid.IntRange(0, maxPVs).Draw(t, "--max-volumes (0: all)"))
+	}
+}
+
+// deleteOrphans is audit --delete-orphans --confirm with grace, the storage location Available
+// or not, checked as it returns.
+func (w *world) deleteOrphans(grace time.Duration, bslAvailable bool) {
+	before, beforeVols, from := w.everything(), w.allVolumes(), len(w.requests)
+	c := w.cluster(bslAvailable)
+	clients := clusterClients{w: w, role: auditRole}
+	a := &audit.Auditor{Kube: c.kube, Records: c, Resolver: c.resolver, Clients: clients, Clock: w.clk,
+		Namespace: veleroNamespace, Provider: model.VolumeSnapshotterName}
+	opts := audit.DefaultOptions()
+	opts.OrphanGrace = grace
+	var rep audit.Report
+	var err error
+	if !w.onClock(func(ctx context.Context) {
+		var read audit.World
+		if read, err = a.Read(ctx, ""); err == nil {
+			rep = audit.Decide(read, opts)
+			audit.DeleteOrphans(ctx, clients, read, &rep)
+		}
+	}) {
+		w.violate(catHung, "audit --delete-orphans did not return")
+	}
+	var deleted, refused []string
+	for _, d := range rep.Deletions {
+		if d.Deleted {
+			deleted = append(deleted, d.ID)
+		} else {
+			refused = append(refused, d.ID+": "+d.Why)
+		}
+	}
+	w.logf("audit: --delete-orphans (grace %s, storage location Available %v) -> deleted %v, refused %v, %d problems, %v", grace, bslAvailable, deleted, refused, len(rep.Problems), err)
+	w.checkOrphanDeletion(from, before, beforeVols)
+}
+
+// checkOrphanDeletion checks what the orphan deletion that began at request from, with the
+// snapshots before and the volumes beforeVols, did: only Describe requests and deletions; no
+// snapshot changed or shared; none deleted that a kept backup records (or whose source it
+// records), of another or an unknown install, locked or retained; no volume deleted but one an
+// interrupted drill of this install left.
+func (w *world) checkOrphanDeletion(from int, before map[string]ec2sim.Snapshot, beforeVols map[string]ec2sim.Volume) {
+	for _, q := range w.requests[from:] {
+		if q.role == auditRole && !auditRequests[q.action] {
+			w.violate(catOrphanDeletion, "it sent %s in %s of %s", q.action, q.region, q.signer)
+		}
+	}
+	after := w.everything()
+	for _, s := range sortedSnaps(before) {
+		a, kept := after[s.ID]
+		switch {
+		case s.DeletePending:
+		case kept && !a.DeletePending:
+			if !sameTags(a.Tags, s.Tags) || !slices.Equal(a.SharedWith, s.SharedWith) {
+				w.violate(catOrphanDeletion, "%s was retagged or shared: tags %v shared with %v, were %v and %v", s.ID, a.Tags, a.SharedWith, s.Tags, s.SharedWith)
+			}
+		default:
+			if why := w.neededBy(s); why != "" {
+				w.violate(catOrphanDeletion, "it deleted %s (%s in %s of %s): %s", s.ID, kindOf(s), s.Region, s.Account, why)
+			}
+		}
+	}
+	afterVols := w.allVolumes()
+	for id, v := range beforeVols {
+		if _, kept := afterVols[id]; !kept && v.Tags[audit.TagDrill] != ourInstall {
+			w.violate(catOrphanDeletion, "it deleted volume %s in %s of %s, no drill volume of this install (tags %v)", id, v.Region, v.Account, v.Tags)
+		}
+	}
+}
+
+// neededBy says why the orphan deletion must not delete s; "" when it may.
+func (w *world) neededBy(s ec2sim.Snapshot) string {
+	_, foreign := w.foreign[s.ID]
+	switch install := s.Tags[model.TagInstall]; {
+	case foreign:
+		return "another install's or tool's"
+	case install != ourInstall:
+		return "install " + orNone(install) + "'s, not this one's"
+	case lockedNow(s):
+		return "locked (" + s.LockState + ")"
+	case w.retained[s.ID] || s.Tags[model.TagVaultRetainOnDelete] == "true" && s.Tags[model.TagSourceAccount] != "":
+		return "kept by vaultRetainOnDelete"
+	case w.deleted:
+		return ""
+	case w.recorded(s.ID) != nil:
+		return "Velero recorded it for the kept backup"
+	case s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil:
+		return "a copy of " + s.SourceSnapshotID + ", which Velero recorded for the kept backup"
+	}
+	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: an earlier release)"
+	}
+	return s
+}
+
+// taggedForeignSnapshot is another install (install "": an earlier release, which did not tag
+// its install) snapshotting its own volume for its backup named backup, with this plugin's tags.
+func (w *world) taggedForeignSnapshot(install, backup string) {
+	tags := map[string]string{model.TagBackup: backup, model.TagPV: "pvc-theirs", model.TagBackupUID: otherUID, model.TagVolumeType: "gp3"}
+	if install != "" {
+		tags[model.TagInstall] = install
+	}
+	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(w.otherVols[0]),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		w.logf("other install: CreateSnapshot refused: %v", err)
+		return
+	}
+	id := aws.ToString(out.SnapshotId)
+	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags}
+	w.logf("other install: snapshot %s, backup %s, install %s", id, backup, orNone(install))
+}
+
+// allVolumes lists the volumes of every account and region, by ID.
+func (w *world) allVolumes() map[string]ec2sim.Volume {
+	out := map[string]ec2sim.Volume{}
+	for _, a := range allAccounts {
+		for _, r := range allRegions {
+			for _, v := range w.sim.VolumesIn(a, r) {
+				out[v.ID] = v
+			}
+		}
+	}
+	return out
+}
+
+// cluster is the Kubernetes API and Velero's records as the audit and the drill read them.
+type cluster struct {
+	w        *world
+	kube     client.Client
+	resolver *location.Resolver
+}
+
+// clusterScheme holds the kinds the cluster serves.
+var clusterScheme = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = velerov1.AddToScheme(s)
+	_ = corev1.AddToScheme(s)
+	return s
+})
+
+// cluster is the cluster as it stands: its identity, the locations, the storage location
+// (Available when bslAvailable), the credentials Secret, and the backup unless deleted.
+func (w *world) cluster(bslAvailable bool) cluster {
+	secret := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: secretKey}
+	vsl := func(name string, config map[string]string) *velerov1.VolumeSnapshotLocation {
+		return &velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNamespace, Name: name},
+			Spec: velerov1.VolumeSnapshotLocationSpec{Provider: model.VolumeSnapshotterName, Config: config, Credential: secret}}
+	}
+	bsl := &velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNamespace, Name: storageLocation}}
+	if bslAvailable {
+		bsl.Status.Phase = velerov1.BackupStorageLocationPhaseAvailable
+	}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: k8stypes.UID(clusterUID)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNamespace, Name: secretName}, Data: map[string][]byte{secretKey: w.credentialsFile()}},
+		vsl(locationName, w.setup.config()), bsl,
+	}
+	if w.cfg.CopyToRegion != "" {
+		objects = append(objects, vsl(recoveryLocation, map[string]string{model.ConfigRegion: copyRegion}))
+	}
+	if w.cfg.Vault.Enabled() {
+		objects = append(objects, vsl(vaultRecoveryLocation, map[string]string{model.ConfigRegion: w.setup.vaultRegion, location.ConfigProfile: vaultProfile}))
+	}
+	if b := w.backupObject(); b != nil {
+		objects = append(objects, b)
+	}
+	kube := fake.NewClientBuilder().WithScheme(clusterScheme()).WithObjects(objects...).Build()
+	return cluster{w: w, kube: kube, resolver: location.New(location.WithReader(kube), location.WithNamespace(veleroNamespace),
+		location.WithProvider(model.VolumeSnapshotterName), location.WithClock(w.clk), location.WithLogger(w.log), location.WithTempDir(credentialsDir))}
+}
+
+// backupObject is the Backup as the cluster holds it, in the phase the world's operations put
+// it in; nil once it is deleted.
+func (w *world) backupObject() *velerov1.Backup {
+	if w.deleted {
+		return nil
+	}
+	b := w.backup()
+	b.Labels = map[string]string{velerov1.StorageLocationLabel: storageLocation}
+	b.Spec.StorageLocation = storageLocation
+	b.Status.StartTimestamp = &metav1.Time{Time: t0}
+	switch {
+	case !w.itemPhaseDone():
+		b.Status.Phase = velerov1.BackupPhaseInProgress
+	case w.waiting():
+	case slices.ContainsFunc(w.ops, func(op *operation) bool { return op.state == opFailed || op.createErr != "" }):
+		b.Status.Phase = velerov1.BackupPhasePartiallyFailed
+	default:
+		b.Status.Phase = velerov1.BackupPhaseCompleted
+	}
+	return b
+}
+
+// VolumeSnapshots is Velero's record of the backup's snapshots: every snapshot a CreateSnapshot
+// returned, through this plugin's location or the upstream plugin's.
+func (c cluster) VolumeSnapshots(_ context.Context, b *velerov1.Backup) ([]audit.RecordedSnapshot, error) {
+	var out []audit.RecordedSnapshot
+	for _, op := range c.w.ops {
+		if op.snapshotID == "" || b.Name != backupName {
+			continue
+		}
+		loc := locationName
+		if op.upstream {
+			loc = upstreamLocation
+		}
+		out = append(out, audit.RecordedSnapshot{ID: op.snapshotID, Location: loc, PV: op.pv, VolumeType: "gp3", VolumeAZ: sourceRegion + "a"})
+	}
+	return out, nil
+}
+
+// clusterClients are the EC2 clients of the audit or the drill (role), signing as the account
+// of the credentials the location's Secret holds, under the world's faults.
+type clusterClients struct {
+	w    *world
+	role string
+}
+
+// Client is a client of region signing with creds.
+func (c clusterClients) Client(_ context.Context, region string, creds ec2api.Credentials) (ec2api.EC2, error) {
+	account, err := c.w.accountOfCredentials(creds)
+	if err != nil {
+		return nil, err
+	}
+	return c.w.client(c.role, account, region, true), nil
+}
