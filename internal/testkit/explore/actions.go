@@ -94,7 +94,9 @@ func (w *world) reconcile() {
 			var err error
 			start := w.clk.Now()
 			w.cancels.inCancel = true
-			if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
+			if w.cancelLost {
+				err, tr, w.cancelLost = errProcessLost, w.newTracker(), false
+			} else if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
 				w.violate(catHung, "Cancel of %s did not return", op.pv)
 			}
 			w.cancels.inCancel = false
@@ -122,7 +124,7 @@ func (w *world) reconcile() {
 		if err == nil && !p.completed {
 			w.checkForward(op, p.done, p.total, p.desc)
 		}
-		w.checkLive(op, p.completed, p.desc)
+		w.checkLive(op, p.completed, p.desc, p.perr)
 		op.total = p.total
 		switch {
 		case err != nil:

@@ -58,6 +58,10 @@ const (
 	// catDeletedBeforeCleanup is catFailedSnapshotLeaked when the backup was deleted while the
 	// operation that would have deleted the snapshot was still open.
 	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
+	// catUIDLessLeaked is catFailedSnapshotLeaked for a snapshot without the backup's UID (the
+	// plugin process restarted between Execute and CreateSnapshot) whose operation did not
+	// delete it: the deletion finds the backup's failed snapshots by that UID.
+	catUIDLessLeaked category = "a snapshot without the backup's UID Velero recorded as failed left behind after the deletion"
 	// catMarkedReturnedLeaked is catFailedSnapshotLeaked when the snapshot carries the mark
 	// "returned" though its CreateSnapshot returned an error: the mark's answers were lost.
 	catMarkedReturnedLeaked category = "a snapshot Velero recorded as failed left behind, marked returned by a CreateTags whose answers were lost"
@@ -322,6 +326,8 @@ func (w *world) checkDeleted() {
 			// for the backup: its deletion calls no DeleteSnapshot of this plugin, and no call
 			// of the plugin is made for the backup any more.
 			w.logf("left: %s of %s, whose CreateSnapshot failed, with no snapshot of this plugin recorded for the backup and no call of the plugin to come", s.ID, op.pv)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && s.Tags[ebs.TagBackupUID] == "" && !strings.Contains(op.result, "deleted and not copied"):
+			w.violate(catUIDLessLeaked, "%s (%s of %s, without the backup's UID, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; its operation ended %s with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.state, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.state == opFailed && !strings.Contains(op.result, "deleted and not copied"):
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:

@@ -22,7 +22,7 @@ const (
 // bound has passed, restores a PV, then the backup is deleted, and once the listing lag has
 // passed nothing of it may be left.
 func (w *world) settle() {
-	w.faults, w.kube = nil, nil
+	w.faults, w.kube, w.setup.stsUnavailable = nil, nil, false
 	for r := range w.down {
 		delete(w.down, r)
 	}

@@ -92,6 +92,9 @@ type setup struct {
 	// regional one (a copyKmsKeyId the source account may not use) or the vault one (the vault
 	// account's IAM without CopySnapshot).
 	refusedCopy string
+	// stsUnavailable says STS answers no GetCallerIdentity until faults stop: the vault
+	// credentials' account is known only from what EC2 lists with them.
+	stsUnavailable bool
 }
 
 // The copies an account's policy may refuse.
@@ -167,6 +170,9 @@ func (s setup) String() string {
 	if s.refusedCopy != "" {
 		upgrade += "; every " + s.refusedCopy + " refused by its account's policy"
 	}
+	if s.stsUnavailable {
+		upgrade += "; STS unavailable until faults stop"
+	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
 }
@@ -214,6 +220,9 @@ type operation struct {
 type foreignSnapshot struct {
 	account, region string
 	tags            map[string]string
+	// volumeID and started are set for a snapshot of one of this backup's volumes.
+	volumeID string
+	started  time.Time
 }
 
 // world is one exploration: the simulator, the clock, Velero core's view of one backup, the
@@ -245,6 +254,8 @@ type world struct {
 	cancels cancelState
 	// slowAnswered says an answer came slowly (faultSlow) in the run.
 	slowAnswered bool
+	// cancelLost says the plugin process exits as the reconcile's next Cancel begins.
+	cancelLost bool
 
 	handoff     *ebs.Handoff
 	snapshotter *ebs.Snapshotter // the item phase's plugin process
