@@ -83,7 +83,7 @@ func drawSetup(t *rapid.T) setup {
 	if rapid.IntRange(0, 3).Draw(t, "EC2 at its mutating request rate (0)") == 0 {
 		s.requestTime = mutatingRequestTime
 	}
-	if s.vault && rapid.IntRange(0, 3).Draw(t, "an account's policy refusing a copy (0)") == 0 {
+	if s.vault && rapid.Bool().Draw(t, "an account's policy refusing a copy") {
 		s.refusedCopy = rapid.SampledFrom([]string{regionalCopyRefused, vaultCopyRefused}).Draw(t, "copy refused")
 	}
 	s.stsUnavailable = s.vault && rapid.IntRange(0, 3).Draw(t, "STS unavailable for the run (0)") == 0
