@@ -194,7 +194,7 @@ func (w *world) checkStep() {
 		}
 		key := s.SourceSnapshotID + " into " + s.Region + " of " + s.Account
 		copies[key] = append(copies[key], s.ID)
-		if op := w.opOfVolume(s.VolumeID); op != nil && !op.cancelledAt.IsZero() && s.StartTime.After(op.cancelledAt) {
+		if op := w.opOfVolume(s.VolumeID); op != nil && !op.cancelledAt.IsZero() && (s.StartTime.After(op.cancelledAt) || s.SourceSnapshotID == op.snapshotID && !op.copiesAtCancel[s.ID]) {
 			w.violate(catCopiedAfterEnd, "copy %s of %s started at %s, after %s's operation was cancelled at %s", s.ID, s.SourceSnapshotID, s.StartTime.Sub(t0), op.pv, op.cancelledAt.Sub(t0))
 			op.cancelledAt = time.Time{} // reported once
 		}
@@ -345,6 +345,17 @@ func (w *world) checkDeleted() {
 			w.violate(catSourceLeaked, "snapshot %s is left in %s of %s (tags %v)", s.ID, s.Region, s.Account, s.Tags)
 		}
 	}
+}
+
+// copiesOf returns the copies of source EC2 holds, in every account and region.
+func (w *world) copiesOf(source string) map[string]bool {
+	out := map[string]bool{}
+	for id, s := range w.everything() {
+		if source != "" && s.SourceSnapshotID == source {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // recorded returns the operation whose recorded snapshot is id.

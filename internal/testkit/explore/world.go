@@ -212,6 +212,9 @@ type operation struct {
 
 	result      string
 	cancelledAt time.Time
+	// copiesAtCancel are the copies of its snapshot EC2 held when Velero cancelled it: any
+	// other is one started after, however soon on the clock.
+	copiesAtCancel map[string]bool
 	// deletedWhileOpen is true when the backup was deleted while the operation was open.
 	deletedWhileOpen bool
 }
