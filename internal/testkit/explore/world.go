@@ -92,8 +92,9 @@ type setup struct {
 	// regional one (a copyKmsKeyId the source account may not use) or the vault one (the vault
 	// account's IAM without CopySnapshot).
 	refusedCopy string
-	// stsUnavailable says STS answers no GetCallerIdentity until faults stop: the vault
-	// credentials' account is known only from what EC2 lists with them.
+	// stsUnavailable says STS answers no GetCallerIdentity until the operations are settled (a
+	// private cluster without an STS endpoint): the vault credentials' account is known only
+	// from what EC2 lists with them.
 	stsUnavailable bool
 }
 
@@ -171,7 +172,7 @@ func (s setup) String() string {
 		upgrade += "; every " + s.refusedCopy + " refused by its account's policy"
 	}
 	if s.stsUnavailable {
-		upgrade += "; STS unavailable until faults stop"
+		upgrade += "; STS unavailable until the operations are settled"
 	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
