@@ -32,6 +32,21 @@ var deletionRegressions = []struct {
 			w.deleteBackup(deleteBySource, 3, 5*time.Second)
 		},
 	},
+	{
+		name:  "a backup deleted while an operation waits for its failed CreateSnapshot's snapshot, made without the UID by a restarted plugin process, deletes that snapshot too",
+		want:  catUIDLessLeaked,
+		setup: twoPVs(setup{copyTo: true, timeout: time.Hour, seed: 62}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.execute(1)
+			w.restartItemProcess()
+			w.failCreate(1)
+			w.create(0)
+			w.reconcile()
+			w.restart()
+			w.deleteBackup(deleteBySource, -1, 0)
+		},
+	},
 }
 
 func init() {
