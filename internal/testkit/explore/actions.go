@@ -75,7 +75,7 @@ func (w *world) create(i int) {
 	case err != nil:
 		op.createErr = err.Error()
 	default:
-		op.snapshotID = id
+		op.snapshotID, op.uidTagged = id, w.handoff.UID(backupName, op.pv, op.volumeID) != ""
 	}
 	w.logf("velero: CreateSnapshot %s -> %q %s", op.pv, op.snapshotID, op.createErr)
 }

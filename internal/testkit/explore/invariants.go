@@ -58,10 +58,11 @@ const (
 	// catDeletedBeforeCleanup is catFailedSnapshotLeaked when the backup was deleted while the
 	// operation that would have deleted the snapshot was still open.
 	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
-	// catUIDLessLeaked is catFailedSnapshotLeaked for a snapshot without the backup's UID (the
-	// plugin process restarted between Execute and CreateSnapshot) whose operation did not
-	// delete it: the deletion finds the backup's failed snapshots by that UID.
-	catUIDLessLeaked category = "a snapshot without the backup's UID Velero recorded as failed left behind after the deletion"
+	// catUIDLessLeaked is catFailedSnapshotLeaked when the snapshot, or every snapshot Velero
+	// recorded for the backup, lacks the backup's UID (a plugin process restarted between
+	// Execute and CreateSnapshot), and its operation did not delete it: the deletion finds the
+	// backup's failed snapshots by the UID of the snapshots Velero recorded.
+	catUIDLessLeaked category = "a snapshot Velero recorded as failed left behind after the deletion, it or every snapshot Velero recorded without the backup's UID"
 	// catMarkedReturnedLeaked is catFailedSnapshotLeaked when the snapshot carries the mark
 	// "returned" though its CreateSnapshot returned an error: the mark's answers were lost.
 	catMarkedReturnedLeaked category = "a snapshot Velero recorded as failed left behind, marked returned by a CreateTags whose answers were lost"
@@ -326,8 +327,8 @@ func (w *world) checkDeleted() {
 			// for the backup: its deletion calls no DeleteSnapshot of this plugin, and no call
 			// of the plugin is made for the backup any more.
 			w.logf("left: %s of %s, whose CreateSnapshot failed, with no snapshot of this plugin recorded for the backup and no call of the plugin to come", s.ID, op.pv)
-		case op != nil && op.snapshotID == "" && op.createErr != "" && s.Tags[ebs.TagBackupUID] == "" && !strings.Contains(op.result, "deleted and not copied"):
-			w.violate(catUIDLessLeaked, "%s (%s of %s, without the backup's UID, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; its operation ended %s with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.state, op.result)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && (s.Tags[ebs.TagBackupUID] == "" || !w.recordedWithUID()) && !strings.Contains(op.result, "deleted and not copied"):
+			w.violate(catUIDLessLeaked, "%s (%s of %s, UID tag %q, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; its operation ended %s with %q", s.ID, kindOf(s), op.pv, s.Tags[ebs.TagBackupUID], op.createErr, s.Region, s.Account, op.state, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.state == opFailed && !strings.Contains(op.result, "deleted and not copied"):
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
@@ -345,6 +346,17 @@ func (w *world) checkDeleted() {
 			w.violate(catSourceLeaked, "snapshot %s is left in %s of %s (tags %v)", s.ID, s.Region, s.Account, s.Tags)
 		}
 	}
+}
+
+// recordedWithUID reports whether a snapshot this plugin took that Velero recorded was made
+// with the backup's UID.
+func (w *world) recordedWithUID() bool {
+	for _, op := range w.ops {
+		if op.snapshotID != "" && !op.upstream && op.uidTagged {
+			return true
+		}
+	}
+	return false
 }
 
 // copiesOf returns the copies of source EC2 holds, in every account and region.

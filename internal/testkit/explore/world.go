@@ -196,6 +196,7 @@ type operation struct {
 	issued       time.Time
 	attempted    bool
 	snapshotID   string // what CreateSnapshot returned; "" until then or when it failed
+	uidTagged    bool   // whether that snapshot was made with the backup's UID
 	createErr    string
 	state        opState
 	polled       bool  // whether Velero has asked for the operation's progress
