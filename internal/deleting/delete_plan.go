@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
@@ -307,6 +308,11 @@ func (seen deletionSeen) markTarget(copies []foundSnapshot) *regionalSnapshot {
 	return nil
 }
 
+// copyRequestSpread is how long after the time a copy-requested mark names its CopySnapshot
+// may be sent: the mark has a second's resolution, and the fill that wrote it sends its copies
+// within its budget.
+const copyRequestSpread = time.Second + ebs.FillBudget
+
 // copyMayStart is until when a copy asked for just before the source was marked may still
 // appear in EC2's listings, and what it is (zero when none may): a tracker that read the
 // source before the mark may still start the copy it marked as requested, and EC2 lists it
@@ -330,7 +336,7 @@ func (seen deletionSeen) copyMayStart(copies []foundSnapshot, lag time.Duration)
 		}
 		// Listed at the latest a listing lag after it was asked for, or after the mark when
 		// the request was stamped earlier (clock skew between nodes).
-		if u := later(markedAt, requested).Add(lag); u.After(until) {
+		if u := later(markedAt, requested.Add(copyRequestSpread)).Add(lag); u.After(until) {
 			until = u
 		}
 		what = append(what, fmt.Sprintf("the %s of %s to %s requested at %s", copyName(tg.vault), seen.sourceID, region, requested.UTC().Format(time.RFC3339)))

@@ -93,8 +93,9 @@ func decideAmbiguous(op model.Operation, res model.Resolution, cfg decideCfg, p 
 // decideNotFound reports an operation whose snapshot EC2 does not list. Velero took no native
 // snapshot of the volume (a volume policy chose another method, or CreateSnapshot failed) when
 // it attempted none, or when EC2 lists as many distinct recorded sources of this backup as
-// Velero recorded and EC2's listing lag has passed since the operation was opened (core asks for
-// the snapshot right after), or, when Velero counts a failed snapshot, the create window. When Velero recorded snapshots the plugin cannot see, the operation
+// Velero recorded (a snapshot of this volume Velero recorded, listed or not yet, would be one
+// more: no wait for EC2's listing adds to that count), or, when Velero counts a failed snapshot,
+// the create window. When Velero recorded snapshots the plugin cannot see, the operation
 // waits for EC2's listing for the grace period, then fails with the likely causes: never a
 // success without evidence.
 func decideNotFound(op model.Operation, st velerov1.BackupStatus, backupName string, l lookup, cfg decideCfg, p velero.OperationProgress) velero.OperationProgress {
@@ -114,7 +115,7 @@ func decideNotFound(op model.Operation, st velerov1.BackupStatus, backupName str
 	case st.VolumeSnapshotsAttempted == 0 && recorded == 0:
 		p.Completed = true
 		p.Description = fmt.Sprintf("no native snapshot of volume %s was taken for this backup: Velero attempted none", op.VolumeID)
-	case l.recorded >= recorded && elapsed >= cfg.listingLag && (st.VolumeSnapshotsAttempted <= recorded || elapsed >= cfg.createWindow):
+	case l.recorded >= recorded && (st.VolumeSnapshotsAttempted <= recorded || elapsed >= cfg.createWindow):
 		// When a CreateSnapshot failed, it may be this volume's, and its snapshot may have been
 		// made as late as the create window allows: EC2 not listing it proves nothing before.
 		p.Completed = true

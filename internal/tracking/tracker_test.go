@@ -366,8 +366,8 @@ func TestProgressDefiniteDescribeError(t *testing.T) {
 
 // A volume's operation completes saying Velero took no native snapshot of it only on evidence of
 // this backup's own: Velero attempted none, or EC2 lists as many distinct recorded sources of
-// this backup (one per PV, carrying its UID) as Velero recorded, once EC2's listing lag has
-// passed since the operation was opened. Otherwise it waits, then fails.
+// this backup (one per PV, carrying its UID) as Velero recorded: a snapshot of this volume
+// Velero recorded would be one more, listed or not. Otherwise it waits, then fails.
 func TestProgressNoSnapshotOnlyOnThisBackupsEvidence(t *testing.T) {
 	other := mockec2.Snapshot("snap-0000000f", volN(9), types.SnapshotStateCompleted)
 	waiting := velerov1.BackupPhaseWaitingForPluginOperations
@@ -389,8 +389,9 @@ func TestProgressNoSnapshotOnlyOnThisBackupsEvidence(t *testing.T) {
 		{name: "every completed snapshot listed", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), elapsed: time.Minute, outcome: done},
 		{name: "partially failed, every completed snapshot listed", listed: []types.Snapshot{other},
 			backup: backupIn(velerov1.BackupPhaseWaitingForPluginOperationsPartiallyFailed, 1), elapsed: time.Minute, outcome: done},
-		// Velero polls right after the item phase: this volume's snapshot may not be listed yet.
-		{name: "every completed snapshot listed, within the listing lag of the operation", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), elapsed: 10 * time.Second},
+		// Velero polls right after the item phase: had it recorded a snapshot of this volume,
+		// EC2 would list one fewer than it recorded until that one is listed.
+		{name: "every completed snapshot listed, moments after the operation opened", listed: []types.Snapshot{other}, backup: backupIn(waiting, 1), elapsed: 10 * time.Second, outcome: done},
 		{name: "the second snapshot of one CreateSnapshot call counts once", backup: backupIn(waiting, 2), elapsed: time.Minute, listed: []types.Snapshot{
 			mockec2.Snapshot("snap-0000000f", volN(9), types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-9", model.TagCreateToken, "t9", model.TagRecorded, "true")),
 			mockec2.Snapshot("snap-0000001f", volN(9), types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-9", model.TagCreateToken, "t9")),

@@ -76,7 +76,7 @@ func (w *world) create(i int) {
 	case err != nil:
 		op.createErr = err.Error()
 	default:
-		op.snapshotID = id
+		op.snapshotID, op.uidTagged = id, w.handoff.UID(backupName, op.pv, op.volumeID) != ""
 	}
 	w.logf("velero: CreateSnapshot %s -> %q %s", op.pv, op.snapshotID, op.createErr)
 }
@@ -95,12 +95,15 @@ func (w *world) reconcile() {
 			var err error
 			start := w.clk.Now()
 			w.cancels.inCancel = true
-			if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
+			if w.cancelLost {
+				err, tr, w.cancelLost = errProcessLost, w.newTracker(), false
+			} else if !w.onClock(func(ctx context.Context) { err = tr.Cancel(ctx, op.id, b) }) {
 				w.violate(catHung, "Cancel of %s did not return", op.pv)
 			}
 			w.cancels.inCancel = false
 			w.checkCall("Cancel", op.pv, w.clk.Since(start), err)
 			op.state, op.result, op.cancelledAt, op.endedAt, op.cancelErr = opFailed, "timed out", w.clk.Now(), w.clk.Now(), err
+			op.copiesAtCancel = w.copiesOf(op.snapshotID)
 			w.logf("velero: %s timed out; Cancel -> %v", op.pv, err)
 			continue
 		}
@@ -123,7 +126,7 @@ func (w *world) reconcile() {
 		if err == nil && !p.completed {
 			w.checkForward(op, p.done, p.total, p.desc)
 		}
-		w.checkLive(op, p.completed, p.desc)
+		w.checkLive(op, p.completed, p.desc, p.perr)
 		op.total = p.total
 		switch {
 		case err != nil:

@@ -36,6 +36,10 @@ const (
 	actToolCopy     = "tool: copy"
 	actToolTag      = "tool: tag"
 	actRestore      = "velero: restore a PV"
+	// actLoseCancel is a reconcile whose plugin process exits in its first Cancel (lost.go).
+	actLoseCancel = "velero: reconcile, the plugin process lost in a Cancel"
+	// actSameVolume is another backup of the same name snapshotting this backup's volume (lost.go).
+	actSameVolume = "other install: snapshot of this backup's volume"
 )
 
 var (
@@ -79,9 +83,10 @@ func drawSetup(t *rapid.T) setup {
 	if rapid.IntRange(0, 3).Draw(t, "EC2 at its mutating request rate (0)") == 0 {
 		s.requestTime = mutatingRequestTime
 	}
-	if s.vault && rapid.IntRange(0, 3).Draw(t, "an account's policy refusing a copy (0)") == 0 {
+	if s.vault && rapid.Bool().Draw(t, "an account's policy refusing a copy") {
 		s.refusedCopy = rapid.SampledFrom([]string{regionalCopyRefused, vaultCopyRefused}).Draw(t, "copy refused")
 	}
+	s.stsUnavailable = s.vault && rapid.IntRange(0, 3).Draw(t, "STS unavailable for the run (0)") == 0
 	s.restoredVolumes = rapid.IntRange(0, 3).Draw(t, "volumes this plugin restored (0)") == 0
 	if rapid.IntRange(0, 5).Draw(t, "copies outlasting the item-operation timeout (0)") == 0 {
 		s.slowCopies, s.timeout = true, time.Hour
@@ -138,6 +143,9 @@ func (w *world) enabled() []string {
 		if !w.restarted {
 			out = append(out, actRestart)
 		}
+		if w.timedOutBeside() {
+			out = append(out, actLoseCancel)
+		}
 	}
 	if w.itemPhaseDone() && (!waiting || w.restarted) && w.deletions == 0 {
 		out = append(out, actDelete)
@@ -150,6 +158,9 @@ func (w *world) enabled() []string {
 	}
 	if len(w.foreign) < maxForeign {
 		out = append(out, actOtherInstall, actToolCopy)
+		if len(w.executed()) > 0 {
+			out = append(out, actSameVolume)
+		}
 	}
 	if w.recordedOne() != nil {
 		out = append(out, actToolTag)
@@ -187,6 +198,9 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.execute(rapid.SampledFrom(w.unexecuted()).Draw(t, "PV"))
 	case actCreate:
 		i := rapid.SampledFrom(w.uncreated()).Draw(t, "PV")
+		if rapid.IntRange(0, 3).Draw(t, "plugin process restarted before CreateSnapshot (0)") == 0 {
+			w.restartItemProcess()
+		}
 		others := slices.DeleteFunc(w.unexecuted(), func(j int) bool { return w.ops[j].upstream || w.ops[i].upstream })
 		if len(others) == 0 || rapid.Bool().Draw(t, "alone") {
 			w.create(i)
@@ -195,6 +209,10 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.createInterleaved(i, rapid.SampledFrom(others).Draw(t, "another worker's PV"), rapid.IntRange(0, maxHookRequests).Draw(t, "after requests"))
 	case actReconcile:
 		w.reconcile()
+	case actLoseCancel:
+		w.reconcileLosingCancel()
+	case actSameVolume:
+		w.sameVolumeSnapshot(rapid.SampledFrom(w.executed()).Draw(t, "PV"), rapid.Bool().Draw(t, "with its UID"))
 	case actPoll:
 		for range pollReconciles {
 			w.advance(pollEvery)

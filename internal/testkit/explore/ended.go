@@ -98,11 +98,6 @@ func (w *world) evidenceSettle() time.Duration { return 2*w.lag() + syncPeriod }
 // credentials, no earlier release, and no snapshot of its PV's name without a UID that could be
 // its (one tagged with another backup's UID is never its, and holds nothing up).
 func (w *world) evidenceComplete(op *operation, snaps map[string]ec2sim.Snapshot) bool {
-	for _, f := range w.foreign {
-		if f.tags[model.TagPV] == op.pv && f.tags[model.TagBackupUID] == "" {
-			return false
-		}
-	}
 	if op.snapshotID == "" || op.upstream || w.setup.upgrade != nil || w.kubeRefused ||
 		w.setup.vault && (w.setup.vaultCredsOf != vaultAccount || w.setup.vaultAccountID != vaultAccount) {
 		return false
@@ -110,6 +105,11 @@ func (w *world) evidenceComplete(op *operation, snaps map[string]ec2sim.Snapshot
 	src, ok := snaps[op.snapshotID]
 	if !ok || src.State != "completed" || src.DeletePending || len(src.SharedWith) > 0 {
 		return false
+	}
+	for _, f := range w.foreign {
+		if f.tags[model.TagPV] == op.pv && f.tags[model.TagBackupUID] == "" && (f.volumeID == "" || src.Tags[model.TagBackupUID] == "" && w.inWindow(op, f.started)) {
+			return false
+		}
 	}
 	if w.cfg.CopyToRegion != "" && w.copyIn(snaps, op.snapshotID, sourceAccount, copyRegion) == nil {
 		return false
@@ -124,13 +124,30 @@ func (w *world) evidenceComplete(op *operation, snaps map[string]ec2sim.Snapshot
 }
 
 // checkLive checks an operation Velero has just asked about: once its own evidence has been
-// complete for evidenceSettle, on a healthy EC2 and Kubernetes API, it completes.
-func (w *world) checkLive(op *operation, completed bool, desc string) {
-	if completed || op.evidenceAt.IsZero() || len(w.faults) > 0 || w.kube != nil || len(w.down) > 0 || w.clk.Since(op.evidenceAt) < w.evidenceSettle() {
+// complete for evidenceSettle, on a healthy EC2 and Kubernetes API, it completes without error.
+func (w *world) checkLive(op *operation, completed bool, desc, perr string) {
+	if completed && perr == "" || op.evidenceAt.IsZero() || len(w.faults) > 0 || w.kube != nil || len(w.down) > 0 || w.clk.Since(op.evidenceAt) < w.evidenceSettle() {
+		return
+	}
+	if completed {
+		w.violate(catNotCompleted, "%s's snapshot and copies have been complete for %s, and it failed: %s", op.pv, w.clk.Since(op.evidenceAt), perr)
 		return
 	}
 	if !w.evidenceComplete(op, w.everything()) {
 		return // no longer complete since the last check: a deletion within this step
 	}
 	w.violate(catNotCompleted, "%s's snapshot and copies have been complete for %s, and it still reports %q", op.pv, w.clk.Since(op.evidenceAt), desc)
+}
+
+// The README's window of an operation: the snapshots without a UID that started from the
+// clock-skew margin before it was opened to the create patience plus EC2's listing lag after
+// (and the margin again) may be its own.
+const (
+	windowSkew     = time.Minute
+	createPatience = 10 * time.Minute
+)
+
+// inWindow reports whether a snapshot started at start may be op's by the operation's window.
+func (w *world) inWindow(op *operation, start time.Time) bool {
+	return !start.Before(op.issued.Add(-windowSkew)) && !start.After(op.issued.Add(createPatience+w.lag()+windowSkew))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
@@ -58,6 +59,11 @@ const (
 	// catDeletedBeforeCleanup is catFailedSnapshotLeaked when the backup was deleted while the
 	// operation that would have deleted the snapshot was still open.
 	catDeletedBeforeCleanup category = "a snapshot Velero recorded as failed left behind, the backup deleted while its operation was open"
+	// catUIDLessLeaked is catFailedSnapshotLeaked when the snapshot, or every snapshot Velero
+	// recorded for the backup, lacks the backup's UID (a plugin process restarted between
+	// Execute and CreateSnapshot), and its operation did not delete it: the deletion finds the
+	// backup's failed snapshots by the UID of the snapshots Velero recorded.
+	catUIDLessLeaked category = "a snapshot Velero recorded as failed left behind after the deletion, it or every snapshot Velero recorded without the backup's UID"
 	// catMarkedReturnedLeaked is catFailedSnapshotLeaked when the snapshot carries the mark
 	// "returned" though its CreateSnapshot returned an error: the mark's answers were lost.
 	catMarkedReturnedLeaked category = "a snapshot Velero recorded as failed left behind, marked returned by a CreateTags whose answers were lost"
@@ -190,7 +196,7 @@ func (w *world) checkStep() {
 		}
 		key := s.SourceSnapshotID + " into " + s.Region + " of " + s.Account
 		copies[key] = append(copies[key], s.ID)
-		if op := w.opOfVolume(s.VolumeID); op != nil && !op.cancelledAt.IsZero() && s.StartTime.After(op.cancelledAt) {
+		if op := w.opOfVolume(s.VolumeID); op != nil && !op.cancelledAt.IsZero() && (s.StartTime.After(op.cancelledAt) || s.SourceSnapshotID == op.snapshotID && !op.copiesAtCancel[s.ID]) {
 			w.violate(catCopiedAfterEnd, "copy %s of %s started at %s, after %s's operation was cancelled at %s", s.ID, s.SourceSnapshotID, s.StartTime.Sub(t0), op.pv, op.cancelledAt.Sub(t0))
 			op.cancelledAt = time.Time{} // reported once
 		}
@@ -322,6 +328,8 @@ func (w *world) checkDeleted() {
 			// for the backup: its deletion calls no DeleteSnapshot of this plugin, and no call
 			// of the plugin is made for the backup any more.
 			w.logf("left: %s of %s, whose CreateSnapshot failed, with no snapshot of this plugin recorded for the backup and no call of the plugin to come", s.ID, op.pv)
+		case op != nil && op.snapshotID == "" && op.createErr != "" && (s.Tags[model.TagBackupUID] == "" || !w.recordedWithUID()) && !strings.Contains(op.result, "deleted and not copied"):
+			w.violate(catUIDLessLeaked, "%s (%s of %s, UID tag %q, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; its operation ended %s with %q", s.ID, kindOf(s), op.pv, s.Tags[model.TagBackupUID], op.createErr, s.Region, s.Account, op.state, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.state == opFailed && !strings.Contains(op.result, "deleted and not copied"):
 			w.violate(catRefusedSnapshotLeaked, "%s (%s of %s, whose CreateSnapshot Velero recorded as failed: %s) is left in %s of %s; the operation failed with %q", s.ID, kindOf(s), op.pv, op.createErr, s.Region, s.Account, op.result)
 		case op != nil && op.snapshotID == "" && op.createErr != "" && op.deletedWhileOpen:
@@ -339,6 +347,28 @@ func (w *world) checkDeleted() {
 			w.violate(catSourceLeaked, "snapshot %s is left in %s of %s (tags %v)", s.ID, s.Region, s.Account, s.Tags)
 		}
 	}
+}
+
+// recordedWithUID reports whether a snapshot this plugin took that Velero recorded was made
+// with the backup's UID.
+func (w *world) recordedWithUID() bool {
+	for _, op := range w.ops {
+		if op.snapshotID != "" && !op.upstream && op.uidTagged {
+			return true
+		}
+	}
+	return false
+}
+
+// copiesOf returns the copies of source EC2 holds, in every account and region.
+func (w *world) copiesOf(source string) map[string]bool {
+	out := map[string]bool{}
+	for id, s := range w.everything() {
+		if source != "" && s.SourceSnapshotID == source {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // recorded returns the operation whose recorded snapshot is id.

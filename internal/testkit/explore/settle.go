@@ -23,6 +23,9 @@ const (
 // passed nothing of it may be left.
 func (w *world) settle() {
 	w.faults, w.kube = nil, nil
+	if w.waitsOnSTS() {
+		w.setup.stsUnavailable = false // nothing tells the vault credentials wrong without it
+	}
 	for r := range w.down {
 		delete(w.down, r)
 	}
@@ -63,6 +66,7 @@ func (w *world) settle() {
 			w.checkStep()
 		}
 	}
+	w.setup.stsUnavailable = false
 	for try := 0; w.deletions == 0 && try < deletionTries; try++ {
 		w.clk.Step(w.lag())
 		w.deleted = false
@@ -74,6 +78,17 @@ func (w *world) settle() {
 	w.checkStep()
 	w.checkDeleted()
 	w.checkRestores(true)
+}
+
+// waitsOnSTS reports whether an operation may rightly wait for STS: its vault credentials'
+// account unconfirmed, with nothing EC2 lists with them owned by another account than the
+// vault's. Vault credentials of the source account see the regional copy of a vault region
+// that is the copy region: a copy the vault account does not own, telling them wrong, so STS
+// stays unavailable while the operations settle.
+func (w *world) waitsOnSTS() bool {
+	s := w.setup
+	wrongSeen := s.vaultCredsOf == sourceAccount && s.vaultRegion == copyRegion && s.copyTo && s.refusedCopy != regionalCopyRefused
+	return s.stsUnavailable && !wrongSeen
 }
 
 // later returns the later of two times.

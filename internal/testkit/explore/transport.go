@@ -88,6 +88,9 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if w.down[q.region] {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (region " + q.region + " is down)")}
 		}
+		if w.setup.stsUnavailable && q.action == "GetCallerIdentity" {
+			return errorResponse(req, http.StatusServiceUnavailable, "ServiceUnavailable", "STS is unavailable"), nil
+		}
 		if w.setup.refuses(q) {
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation: the "+w.setup.refusedCopy+" is refused by its account's policy"), nil
 		}

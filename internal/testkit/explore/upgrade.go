@@ -49,6 +49,7 @@ func (w *world) oldCreate(i int) {
 		tags[model.TagRecorded] = oldRecordedMark
 	}
 	w.createAs(op, "earlier release", tags)
+	op.uidTagged = w.setup.upgrade.withUID
 	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)
 }
 

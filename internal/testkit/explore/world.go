@@ -95,6 +95,10 @@ type setup struct {
 	// regional one (a copyKmsKeyId the source account may not use) or the vault one (the vault
 	// account's IAM without CopySnapshot).
 	refusedCopy string
+	// stsUnavailable says STS answers no GetCallerIdentity until the operations are settled (a
+	// private cluster without an STS endpoint): the vault credentials' account is known only
+	// from what EC2 lists with them.
+	stsUnavailable bool
 }
 
 // The copies an account's policy may refuse.
@@ -170,6 +174,9 @@ func (s setup) String() string {
 	if s.refusedCopy != "" {
 		upgrade += "; every " + s.refusedCopy + " refused by its account's policy"
 	}
+	if s.stsUnavailable {
+		upgrade += "; STS unavailable until the operations are settled"
+	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
 }
@@ -192,6 +199,7 @@ type operation struct {
 	issued       time.Time
 	attempted    bool
 	snapshotID   string // what CreateSnapshot returned; "" until then or when it failed
+	uidTagged    bool   // whether that snapshot was made with the backup's UID
 	createErr    string
 	state        opState
 	polled       bool  // whether Velero has asked for the operation's progress
@@ -209,6 +217,9 @@ type operation struct {
 
 	result      string
 	cancelledAt time.Time
+	// copiesAtCancel are the copies of its snapshot EC2 held when Velero cancelled it: any
+	// other is one started after, however soon on the clock.
+	copiesAtCancel map[string]bool
 	// deletedWhileOpen is true when the backup was deleted while the operation was open.
 	deletedWhileOpen bool
 }
@@ -217,6 +228,9 @@ type operation struct {
 type foreignSnapshot struct {
 	account, region string
 	tags            map[string]string
+	// volumeID and started are set for a snapshot of one of this backup's volumes.
+	volumeID string
+	started  time.Time
 }
 
 // world is one exploration: the simulator, the clock, Velero core's view of one backup, the
@@ -248,6 +262,8 @@ type world struct {
 	cancels cancelState
 	// slowAnswered says an answer came slowly (faultSlow) in the run.
 	slowAnswered bool
+	// cancelLost says the plugin process exits as the reconcile's next Cancel begins.
+	cancelLost bool
 
 	handoff     *ebs.Handoff
 	snapshotter *tracking.Snapshotter // the item phase's plugin process
@@ -307,8 +323,7 @@ func newWorld(s setup) (*world, error) {
 		restorers: map[string]*restoring.Restorer{}, restoredFor: map[string]string{},
 	}
 	w.handoff = ebs.NewHandoff(clk)
-	w.snapshotter = tracking.NewSnapshotter(cfg, w.regional("source", sourceAccount, true), w.locationOptions(cfg, true)...)
-	w.snapshotter.SetInstall(ourInstall)
+	w.snapshotter = w.itemSnapshotter()
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
 		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}
@@ -354,6 +369,14 @@ func (w *world) client(role, signer, region string, faulty bool) *ec2.Client {
 // vaultClients are the clients of the location's vault credentials.
 func (w *world) vaultClients() ec2api.Regional {
 	return w.regional("vault", w.setup.vaultCredsOf, true)
+}
+
+// itemSnapshotter is the VolumeSnapshotter of a new item-phase plugin process: the source
+// location's, tagging its snapshots with this install, as register does once per process.
+func (w *world) itemSnapshotter() *tracking.Snapshotter {
+	s := tracking.NewSnapshotter(w.cfg, w.regional("source", sourceAccount, true), w.locationOptions(w.cfg, true)...)
+	s.SetInstall(ourInstall)
+	return s
 }
 
 // locationOptions are a plugin process's options for a location of config cfg.

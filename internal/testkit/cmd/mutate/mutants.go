@@ -55,13 +55,6 @@ var mutants = []mutant{
 		new:  `			seen[sourceKey{pv: aws.ToString(s.SnapshotId)}] = true`,
 	},
 	{
-		name: "listing-lag-wait-dropped",
-		rule: `rule 4: "and EC2's listing lag has passed since the operation was opened"`,
-		file: "internal/tracking/decide.go",
-		old:  `case l.recorded >= recorded && elapsed >= cfg.listingLag && (`,
-		new:  `case l.recorded >= recorded && (`,
-	},
-	{
 		name: "stray-source-copied",
 		rule: `rule 6: a Progress call fills copy slots with the sources an operation of the backup follows; a stray no operation could claim is never copied`,
 		file: "internal/tracking/decide_copy.go",

@@ -1,0 +1,99 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+)
+
+// What a plugin process loses when it exits, and the snapshots of another backup of the same
+// name on this backup's volumes: the draws through which the rules telling this backup's
+// snapshots from others' (the UID, the operation's window) and Cancel's marks show.
+
+// errProcessLost is what Velero's call of a plugin process that exited returns.
+var errProcessLost = errors.New("plugin process exited (rpc error: code = Unavailable)")
+
+// restartItemProcess is the item phase's plugin process exiting and Velero starting another:
+// what Execute handed to CreateSnapshot (the backup's UID) is lost, so the next CreateSnapshot
+// tags no UID and its snapshot is told by its operation's window.
+func (w *world) restartItemProcess() {
+	w.handoff = ebs.NewHandoff(w.clk)
+	w.snapshotter = w.itemSnapshotter()
+	w.logf("velero: the item phase's plugin process restarted (what Execute handed to CreateSnapshot is lost)")
+}
+
+// reconcileLosingCancel is a reconcile whose plugin process exits as its first Cancel begins,
+// before any request: Velero fails the operation all the same, and goes on with the backup's
+// other operations in a fresh process.
+func (w *world) reconcileLosingCancel() {
+	w.cancelLost = true
+	w.reconcile()
+	w.cancelLost = false
+}
+
+// timedOutBeside reports whether an open operation has passed the item-operation timeout while
+// another is open and has not: a reconcile cancels the one and asks the other for progress.
+func (w *world) timedOutBeside() bool {
+	var past, within bool
+	for _, op := range w.ops {
+		if !op.executed || op.state != opOpen {
+			continue
+		}
+		if w.clk.Now().Before(op.issued.Add(w.setup.timeout)) {
+			within = true
+		} else {
+			past = true
+		}
+	}
+	return past && within
+}
+
+// sameVolumeSnapshot is another backup of the same name (another cluster's on the same volume,
+// or a later backup) snapshotting PV i's volume through this plugin, with the tags its
+// CreateSnapshot writes: its own UID when withUID, none when its handoff was lost too. Without
+// a UID, within the window of an operation of the volume, it could be that operation's own by
+// every rule (the README's rules 1 and 2 take the one marked returned): it then carries its UID.
+func (w *world) sameVolumeSnapshot(i int, withUID bool) {
+	op := w.ops[i]
+	for _, o := range w.ops {
+		if o.executed && o.volumeID == op.volumeID && w.inWindow(o, w.clk.Now()) {
+			withUID = true
+		}
+	}
+	tags := map[string]string{
+		model.TagBackup: backupName, model.TagPV: op.pv,
+		model.TagCreateToken: fmt.Sprintf("theirs-%d", len(w.foreign)), model.TagRecorded: recordedReturnedMark,
+	}
+	if withUID {
+		tags[model.TagBackupUID] = otherUID
+	}
+	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(op.volumeID),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		w.logf("other install: CreateSnapshot of %s refused: %v", op.volumeID, err)
+		return
+	}
+	id := aws.ToString(out.SnapshotId)
+	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags, volumeID: op.volumeID, started: w.clk.Now()}
+	w.logf("other install: snapshot %s of this backup's volume %s, backup %s, PV %s, UID tag %v", id, op.volumeID, backupName, op.pv, withUID)
+}
+
+// executed lists the operations Velero has opened.
+func (w *world) executed() []int {
+	var out []int
+	for i, op := range w.ops {
+		if op.executed {
+			out = append(out, i)
+		}
+	}
+	return out
+}
