@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
@@ -80,4 +81,18 @@ func decideAfterLookUp(call createCall, known bool, requests int, unanswered err
 			call.volumeID, call.region, requests, call.patience, model.TagCreateToken, call.token, model.TagRecorded, model.RecordedPending, unanswered)}
 	}
 	return createStep{}
+}
+
+// decideMarkAnswer judges EC2's answer err to marking a snapshot recorded=value, at now: read is
+// the snapshot as listed after an answer that may hide the mark (lost, a server error). The
+// mark is written when EC2 accepted it or the read shows it; a transient failure is tried
+// again after a wait while the call's deadline allows; otherwise err stands.
+func decideMarkAnswer(err error, read []types.Snapshot, value string, now, deadline time.Time) (wait time.Duration, _ error) {
+	switch {
+	case err == nil, len(read) == 1 && model.TagValue(read[0].Tags, model.TagRecorded) == value:
+		return 0, nil
+	case !ec2api.IsTransient(err) || now.Add(throttleWait).After(deadline):
+		return 0, err
+	}
+	return throttleWait, nil
 }

@@ -310,3 +310,34 @@ func TestWhatCreateSnapshotDoesNext(t *testing.T) {
 		})
 	}
 }
+
+// Whether CreateSnapshot's recorded mark is written, from EC2's answer and, after an answer
+// that may hide it, the snapshot as EC2 lists it.
+func TestWhenTheReturnedMarkIsWritten(t *testing.T) {
+	deadline := mockec2.T0.Add(30 * time.Second)
+	marked := []types.Snapshot{mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagRecorded, model.RecordedReturned))}
+	unmarked := []types.Snapshot{mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagRecorded, model.RecordedPending))}
+	tests := []struct {
+		name     string
+		err      error
+		read     []types.Snapshot
+		now      time.Time
+		wantWait time.Duration
+		wantErr  bool
+	}{
+		{name: "accepted", now: mockec2.T0},
+		{name: "a lost answer whose mark EC2 lists took effect", err: mockec2.SDKNoAnswer(), read: marked, now: mockec2.T0},
+		{name: "a lost answer without the mark is tried again", err: mockec2.SDKNoAnswer(), read: unmarked, now: mockec2.T0, wantWait: throttleWait},
+		{name: "throttling is tried again while the listing lag lasts", err: mockec2.APIErr("RequestLimitExceeded"), now: mockec2.T0, wantWait: throttleWait},
+		{name: "throttling to the end of the listing lag fails: the snapshot is not returned", err: mockec2.APIErr("RequestLimitExceeded"), now: deadline.Add(-time.Second), wantErr: true},
+		{name: "a refusal fails at once: the snapshot is not returned", err: mockec2.APIErr("UnauthorizedOperation"), now: mockec2.T0, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wait, err := decideMarkAnswer(tt.err, tt.read, model.RecordedReturned, tt.now, deadline)
+			if wait != tt.wantWait || (err != nil) != tt.wantErr {
+				t.Errorf("decideMarkAnswer = %v, %v; want %v, an error: %v", wait, err, tt.wantWait, tt.wantErr)
+			}
+		})
+	}
+}

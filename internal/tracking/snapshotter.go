@@ -229,20 +229,19 @@ func (s *Snapshotter) markReturned(ctx context.Context, c ec2api.EC2, id, volume
 			Resources: []string{id},
 			Tags:      []types.Tag{{Key: aws.String(model.TagRecorded), Value: aws.String(value)}},
 		})
+		var read []types.Snapshot // the snapshot as EC2 lists it after an answer that may hide the mark
 		if err != nil && ec2api.IsAmbiguous(err) {
-			if snaps, derr := ebs.DescribeSnapshots(ctx, c, []types.Filter{{Name: aws.String("snapshot-id"), Values: []string{id}}}); derr == nil &&
-				len(snaps) == 1 && model.TagValue(snaps[0].Tags, model.TagRecorded) == value {
-				err = nil // it took effect
-			}
+			read, _ = ebs.DescribeSnapshots(ctx, c, []types.Filter{{Name: aws.String("snapshot-id"), Values: []string{id}}})
 		}
-		if err == nil {
+		wait, failed := decideMarkAnswer(err, read, value, s.Clock.Now(), deadline)
+		if failed != nil {
+			return fmt.Errorf("snapshot %s of volume %s in %s was made, but marking it %s=%s failed, so it is not returned: %w", id, volumeID, s.cfg.Region, model.TagRecorded, value, failed)
+		}
+		if wait == 0 {
 			return nil
 		}
-		if !ec2api.IsTransient(err) || s.Clock.Now().Add(throttleWait).After(deadline) {
-			return fmt.Errorf("snapshot %s of volume %s in %s was made, but marking it %s=%s failed, so it is not returned: %w", id, volumeID, s.cfg.Region, model.TagRecorded, value, err)
-		}
 		s.Log.WithField("volumeID", volumeID).WithError(err).Warnf("Could not mark snapshot %s as returned to Velero yet; trying again", id)
-		if err := ebs.Sleep(ctx, s.Clock, throttleWait); err != nil {
+		if err := ebs.Sleep(ctx, s.Clock, wait); err != nil {
 			return err
 		}
 	}
