@@ -19,8 +19,8 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 const (
@@ -56,14 +56,14 @@ func (r *rig) auditAndDrill(sim simClient, backup string) {
 	theirs := map[string]bool{}
 	for _, region := range []string{srcRegion, copyRegion} {
 		for _, s := range live(sim.listIn("snapshots", region, acct.ID)) {
-			if s.Tags[ebs.TagBackup] != backup {
+			if s.Tags[model.TagBackup] != backup {
 				continue
 			}
 			theirs[s.ID] = true
 			if region == srcRegion {
 				volumeID = s.VolumeID
 			}
-			if got := s.Tags[ebs.TagInstall]; got != rep.Install {
+			if got := s.Tags[model.TagInstall]; got != rep.Install {
 				r.t.Errorf("snapshot %s of %s carries install %q, want %q", s.ID, backup, got, rep.Install)
 			}
 		}
@@ -72,9 +72,9 @@ func (r *rig) auditAndDrill(sim simClient, backup string) {
 	r.step("a snapshot left behind by deleted backup %s, then audit --delete-orphans --confirm", leftBackup)
 	in := &ec2.CreateSnapshotInput{VolumeId: aws.String(volumeID),
 		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: []types.Tag{
-			{Key: aws.String(ebs.TagBackup), Value: aws.String(leftBackup)}, {Key: aws.String(ebs.TagPV), Value: aws.String("pv-left")},
-			{Key: aws.String(ebs.TagVolumeType), Value: aws.String("gp3")}, {Key: aws.String(ebs.TagRecorded), Value: aws.String("returned")},
-			{Key: aws.String(ebs.TagInstall), Value: aws.String(rep.Install)},
+			{Key: aws.String(model.TagBackup), Value: aws.String(leftBackup)}, {Key: aws.String(model.TagPV), Value: aws.String("pv-left")},
+			{Key: aws.String(model.TagVolumeType), Value: aws.String("gp3")}, {Key: aws.String(model.TagRecorded), Value: aws.String("returned")},
+			{Key: aws.String(model.TagInstall), Value: aws.String(rep.Install)},
 			{Key: aws.String(velerov1.StorageLocationLabel), Value: aws.String("default")}}}}}
 	out, err := r.ec2As(acct, srcRegion).CreateSnapshot(context.Background(), in)
 	for deadline := time.Now().Add(snapshotWait); ec2api.Code(err) == ec2api.CodeSnapshotCreationPerVolumeRateExceeded && time.Now().Before(deadline); {
