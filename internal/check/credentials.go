@@ -14,6 +14,10 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
 
+// checkBackupName names the Backup the check asks the Resolver about: one that names only the
+// location checked, as a backup through it would.
+const checkBackupName = "velero-async-preflight-check"
+
 // resolve finds the location's credentials through the Resolver, as the item actions do.
 func resolve(ctx context.Context, lc *locationCheck) bool {
 	backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: lc.Namespace, Name: checkBackupName},

@@ -16,9 +16,6 @@ import (
 )
 
 const (
-	// checkBackupName names the Backup the check asks the Resolver about: one that names only
-	// the location checked, as a backup through it would.
-	checkBackupName = "velero-async-preflight-check"
 	// exampleSnapshotID and exampleVolumeID are EC2's documentation IDs, dry-run on when the
 	// account has no snapshot or volume of its own in the region.
 	exampleSnapshotID = "snap-1234567890abcdef0"
@@ -32,7 +29,10 @@ const (
 	ownPage = 5
 )
 
-// locationCheck checks one VolumeSnapshotLocation. It owns what it found on the way.
+// locationCheck checks one VolumeSnapshotLocation. It owns what it found on the way. Its methods
+// are the steps every place's checks share (a client, an identity, a region's answer, the
+// probes); the checks themselves are functions taking it (run.go, credentials.go, regions.go,
+// copies.go, kms.go, ttl.go, volumes.go).
 type locationCheck struct {
 	*Checker
 	vsl      velerov1.VolumeSnapshotLocation
