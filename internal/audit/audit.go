@@ -85,16 +85,3 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return rep.Exit()
 }
-
-// Run reads, decides, and, when deleteOrphans, deletes this install's orphans.
-func (a *Auditor) Run(ctx context.Context, only string, opts Options, deleteOrphans bool) (Report, error) {
-	w, err := a.Read(ctx, only)
-	if err != nil {
-		return Report{}, err
-	}
-	rep := Decide(w, opts)
-	if deleteOrphans {
-		DeleteOrphans(ctx, a.Clients, w, &rep)
-	}
-	return rep, nil
-}

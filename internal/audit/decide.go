@@ -183,16 +183,6 @@ func wanted(src *Snapshot, loc Location) []wants {
 	return out
 }
 
-func placeName(kind Kind, account, region string) string {
-	switch kind {
-	case KindCopy:
-		return "copies in " + region
-	case KindVault:
-		return "vault " + account + " " + region
-	}
-	return "sources in " + region
-}
-
 // backupLine judges one backup; ok is false for a backup with no snapshot in the audited
 // locations.
 func (v view) backupLine(b velerov1.Backup, now time.Time) (BackupLine, bool) {

@@ -10,9 +10,6 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
-// codeDryRunOperation is EC2's answer to a DryRun request it would have permitted.
-const codeDryRunOperation = "DryRunOperation"
-
 // DeleteOrphans deletes the report's orphans of this install and the volumes its interrupted
 // drills left, each after a DryRun of its deletion, and records in rep what it deleted and what it refused and why. It refuses every
 // orphan a deletion must not touch (locked ones; those kept by vaultRetainOnDelete are not

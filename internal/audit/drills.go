@@ -22,6 +22,12 @@ const TagDrill = "velero-async.io/drill"
 // this was left by an interrupted drill, never one still running.
 const DrillMaxDuration = 6 * time.Hour
 
+// codeDryRunOperation is EC2's answer to a DryRun request it would have permitted.
+const codeDryRunOperation = "DryRunOperation"
+
+// describePage is the page size of the audit's listings (DescribeSnapshots takes 5 to 1000).
+const describePage = 1000
+
 // DrillVolume is a volume a drill created, as EC2 described it.
 type DrillVolume struct {
 	ID, Region, State string

@@ -19,23 +19,9 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
-// Resolver finds a location's credentials as the item actions do (*location.Resolver).
-type Resolver interface {
-	ForBackup(ctx context.Context, backup *velerov1.Backup, region string) (location.Choice, error)
-}
-
-// Clients hands out EC2 clients (*ec2api.Factory).
-type Clients interface {
-	Client(ctx context.Context, region string, creds ec2api.Credentials) (ec2api.EC2, error)
-}
-
-const (
-	// resolveBackupName names the Backup the audit asks the Resolver about: one naming only the
-	// location audited.
-	resolveBackupName = "velero-async-audit"
-	// describePage is the page size of the audit's listings (DescribeSnapshots takes 5 to 1000).
-	describePage = 1000
-)
+// resolveBackupName names the Backup the audit asks the Resolver about: one naming only the
+// location audited.
+const resolveBackupName = "velero-async-audit"
 
 // Auditor reads what an audit judges. Its fields are the narrow ports it reads through.
 type Auditor struct {
@@ -47,6 +33,19 @@ type Auditor struct {
 	Clock    clock.PassiveClock
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string
+}
+
+// Run reads, decides, and, when deleteOrphans, deletes this install's orphans.
+func (a *Auditor) Run(ctx context.Context, only string, opts Options, deleteOrphans bool) (Report, error) {
+	w, err := a.Read(ctx, only)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Decide(w, opts)
+	if deleteOrphans {
+		DeleteOrphans(ctx, a.Clients, w, &rep)
+	}
+	return rep, nil
 }
 
 // place is where the audit lists snapshots: one kind, credentials and region.
@@ -148,14 +147,6 @@ func oncePerVolume(vols []DrillVolume) []DrillVolume {
 		seen[v.ID] = true
 		return dup
 	})
-}
-
-// ownOrVault is the Place kind of a place of kind k.
-func ownOrVault(k Kind) Kind {
-	if k == KindVault {
-		return KindVault
-	}
-	return KindSource
 }
 
 // recorded reports whether a backup in phase has a record to read: Velero writes it once the

@@ -20,6 +20,25 @@ const (
 	KindVault  Kind = "vault"
 )
 
+// ownOrVault is the Place kind of a place of kind k.
+func ownOrVault(k Kind) Kind {
+	if k == KindVault {
+		return KindVault
+	}
+	return KindSource
+}
+
+// placeName names a place of kind in account and region, for people.
+func placeName(kind Kind, account, region string) string {
+	switch kind {
+	case KindCopy:
+		return "copies in " + region
+	case KindVault:
+		return "vault " + account + " " + region
+	}
+	return "sources in " + region
+}
+
 // World is what one audit read: the cluster's Velero objects, Velero's record of each backup's
 // snapshots, and the snapshots of every place the locations keep them. It classifies nothing.
 type World struct {

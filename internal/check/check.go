@@ -14,8 +14,6 @@ package check
 
 import (
 	"context"
-	"fmt"
-	"sort"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,58 +49,4 @@ type Checker struct {
 	Namespace, Provider string
 	// Shell is where the check runs: it labels the default credential chain.
 	Shell Shell
-}
-
-// Run checks every location of the provider, or only the one named, then Velero's settings.
-// It returns an error only when it cannot list the locations at all.
-func (c *Checker) Run(ctx context.Context, only string) (Report, error) {
-	rep := Report{Namespace: c.Namespace}
-	var list velerov1.VolumeSnapshotLocationList
-	if err := c.Kube.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
-		if u := newUnreadable("", "list volumesnapshotlocations.velero.io in namespace "+c.Namespace, err); u.refused {
-			return rep, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w; grant %s to whoever runs the check", c.Namespace, err, u.grant)
-		}
-		return rep, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w", c.Namespace, err)
-	}
-	cluster := c.readCluster(ctx)
-	var mine []velerov1.VolumeSnapshotLocation
-	for _, v := range list.Items {
-		if v.Spec.Provider != c.Provider {
-			continue
-		}
-		cluster.locations = append(cluster.locations, v.Name)
-		if only == "" || v.Name == only {
-			mine = append(mine, v)
-		}
-	}
-	sort.Strings(cluster.locations)
-	sort.Slice(mine, func(i, j int) bool { return mine[i].Name < mine[j].Name })
-	if len(mine) == 0 {
-		rep.add(Section{Title: "VolumeSnapshotLocations", Findings: []Finding{c.noLocation(only, list.Items)}})
-	}
-	for _, v := range mine {
-		rep.add(c.location(ctx, v, cluster))
-	}
-	velero := cluster.settings.section()
-	if len(cluster.locations) > 0 {
-		velero.Findings = append(velero.Findings, defaultLocation(c.Provider, c.Namespace, cluster.locations, cluster.settings))
-	}
-	rep.add(velero)
-	return rep, nil
-}
-
-// noLocation is the failure of a check that found no location to check.
-func (c *Checker) noLocation(only string, all []velerov1.VolumeSnapshotLocation) Finding {
-	if only != "" {
-		for _, v := range all {
-			if v.Name == only {
-				return fail("VolumeSnapshotLocation "+only, fmt.Sprintf("its provider is %q, not %s", v.Spec.Provider, c.Provider),
-					"set spec.provider: "+c.Provider)
-			}
-		}
-		return fail("VolumeSnapshotLocation "+only, "not found in namespace "+c.Namespace,
-			fmt.Sprintf("velero snapshot-location create %s --provider %s --config region=REGION", only, c.Provider))
-	}
-	return fail("VolumeSnapshotLocations", fmt.Sprintf("none of provider %s in namespace %s", c.Provider, c.Namespace),
-		fmt.Sprintf("velero snapshot-location create ebs --provider %s --config region=REGION", c.Provider))
 }

@@ -12,27 +12,6 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/version"
 )
 
-// Command is the subcommand's name: the first argument of the plugin binary.
-const Command = "check"
-
-// Exit statuses.
-const (
-	// ExitOK: no finding failed and every check could read what it needs (warnings and lines
-	// not checked allowed).
-	ExitOK = 0
-	// ExitProblems: at least one finding failed.
-	ExitProblems = 1
-	// ExitError: the check could not run (bad flags, no Kubernetes API, the locations not
-	// listable).
-	ExitError = 2
-	// ExitIncomplete: no finding failed, but the Kubernetes API refused a read a check needs
-	// (an "incomplete" line, whose fix says what to grant).
-	ExitIncomplete = ExitError
-)
-
-// binaryName is the plugin binary's, which the text output names with its version.
-const binaryName = cli.BinaryName
-
 // userAgent is the check's Kubernetes client's, as the plugin's item actions name theirs.
 const userAgent = "velero-plugin-for-aws-async-check"
 

@@ -20,13 +20,6 @@ const copyLimit = 20
 // timedCopies is how many of the plugin's completed copies are timed for the expected duration.
 const timedCopies = 20
 
-// copyTime is the expected duration of one copy into a destination, and where it comes from.
-type copyTime struct {
-	where  string
-	each   time.Duration
-	source string
-}
-
 // isCopy reports whether a snapshot was made by CopySnapshot: EC2 reports a transfer type for
 // copies only, and the plugin tags its own with their source.
 func isCopy(s types.Snapshot) bool {
@@ -45,7 +38,7 @@ func tagValue(tags []types.Tag, key string) string {
 // slots lists the account's copies in flight into p's region, for real, and records how long
 // a copy there takes: minutes (a time-based copy's duration) when set, else the mean of the
 // plugin's last completed copies there.
-func (lc *locationCheck) slots(ctx context.Context, p *place, minutes float64) Finding {
+func slots(ctx context.Context, lc *locationCheck, p *place, minutes float64) Finding {
 	check := p.prefix + "copy slots in " + p.region
 	pending := types.Filter{Name: aws.String("status"), Values: []string{string(types.SnapshotStatePending)}}
 	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, Filters: []types.Filter{pending}, MaxResults: aws.Int32(listPage)}
@@ -66,7 +59,7 @@ func (lc *locationCheck) slots(ctx context.Context, p *place, minutes float64) F
 	}
 	if minutes > 0 {
 		lc.copyTimes = append(lc.copyTimes, copyTime{where: p.region, each: time.Duration(minutes * float64(time.Minute)), source: "copyCompletionDurationMinutes"})
-	} else if t, ok := lc.timeCopies(ctx, p); ok {
+	} else if t, ok := timeCopies(ctx, lc, p); ok {
 		lc.copyTimes = append(lc.copyTimes, t)
 	}
 	detail := fmt.Sprintf("%d of %d in use (%d of the plugin's, %d of other tools)", inFlight, copyLimit, ours, inFlight-ours)
@@ -78,7 +71,7 @@ func (lc *locationCheck) slots(ctx context.Context, p *place, minutes float64) F
 
 // timeCopies is the mean duration of the plugin's completed copies in p's region that EC2
 // reports a completion time for.
-func (lc *locationCheck) timeCopies(ctx context.Context, p *place) (copyTime, bool) {
+func timeCopies(ctx context.Context, lc *locationCheck, p *place) (copyTime, bool) {
 	out, err := p.c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(timedCopies),
 		Filters: []types.Filter{
 			{Name: aws.String("status"), Values: []string{string(types.SnapshotStateCompleted)}},
@@ -104,7 +97,7 @@ func (lc *locationCheck) timeCopies(ctx context.Context, p *place) (copyTime, bo
 // itemOperationTimeout judges Velero's item-operation timeouts that apply to the location's
 // backups against its copies' expected duration: ⌈volumes / 20⌉ copies after one another in
 // each destination, the README's rule.
-func (lc *locationCheck) itemOperationTimeout() {
+func itemOperationTimeout(lc *locationCheck) {
 	const check = "item-operation timeout"
 	if lc.cfg.CopyToRegion == "" && !lc.cfg.Vault.Enabled() {
 		return
@@ -127,14 +120,14 @@ func (lc *locationCheck) itemOperationTimeout() {
 	expected := time.Duration(batches(len(lc.sources))) * longest.each
 	why := fmt.Sprintf("%s, at most %d copies at a time into %s, %s each (%s)", plural(len(lc.sources), "volume"), copyLimit, longest.where, human(longest.each), longest.source)
 	found := false
-	for _, t := range lc.timeouts() {
+	for _, t := range timeouts(lc) {
 		if t.d < expected {
 			found = true
 			lc.add(fail(check, fmt.Sprintf("%s %s is shorter than the copies' expected %s: %s", t.who, human(t.d), human(expected), why), t.fix(suggestedTimeout(expected))))
 		}
 	}
 	if !found {
-		lc.add(pass(check, fmt.Sprintf("%s covers the copies' expected %s: %s", lc.timeoutsSummary(), human(expected), why)))
+		lc.add(pass(check, fmt.Sprintf("%s covers the copies' expected %s: %s", timeoutsSummary(lc), human(expected), why)))
 	}
 }
 
@@ -163,14 +156,14 @@ func (t timeout) fix(d time.Duration) string {
 }
 
 // timeouts are the server's default and the Schedules' own timeouts for this location.
-func (lc *locationCheck) timeouts() []timeout {
+func timeouts(lc *locationCheck) []timeout {
 	s := lc.cluster.settings
 	who := "--" + flagItemOperationTimeout
 	if !s.known() {
 		who += " (Velero's default; " + s.problem.String() + ")"
 	}
 	out := []timeout{{who: who, d: s.itemOperationTimeout, flag: true}}
-	for _, sch := range lc.schedules() {
+	for _, sch := range locationSchedules(lc) {
 		if d := sch.Spec.Template.ItemOperationTimeout.Duration; d > 0 {
 			out = append(out, timeout{who: "Schedule " + lc.Namespace + "/" + sch.Name, d: d})
 		}
@@ -178,8 +171,8 @@ func (lc *locationCheck) timeouts() []timeout {
 	return out
 }
 
-func (lc *locationCheck) timeoutsSummary() string {
-	ts := lc.timeouts()
+func timeoutsSummary(lc *locationCheck) string {
+	ts := timeouts(lc)
 	if len(ts) == 1 {
 		return ts[0].who + " " + human(ts[0].d)
 	}

@@ -45,7 +45,7 @@ func TestCopySlotsInUse(t *testing.T) {
 		t.Fatal(err)
 	} // a snapshot being taken: pending, and no copy
 	lc := &locationCheck{}
-	f := lc.slots(ctx, &place{region: "us-west-2", c: guarded{west}}, 60)
+	f := slots(ctx, lc, &place{region: "us-west-2", c: guarded{west}}, 60)
 	if f.Status != Pass || f.Check != "copy slots in us-west-2" || !strings.HasPrefix(f.Detail, "2 of 20 in use (1 of the plugin's, 1 of other tools)") {
 		t.Errorf("%+v", f)
 	}

@@ -48,7 +48,7 @@ func keyFindings(name, key, region, wantAccount, role string) []Finding {
 
 // sourceKeys judges the keys of the volumes a location with a vault backs up: EC2 cannot share
 // a snapshot under the account's AWS managed aws/ebs key with the vault account.
-func (lc *locationCheck) sourceKeys() Finding {
+func sourceKeys(lc *locationCheck) Finding {
 	const check = "source volumes' keys"
 	if !lc.sourcesKnown {
 		return notChecked(check, "the volumes could not be described")

@@ -72,7 +72,7 @@ func TestSourceVolumeKeysWithAVault(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := &locationCheck{sources: tt.vols, sourcesKnown: tt.known, cfg: model.Config{Vault: model.VaultConfig{AccountID: "222222222222"}}}
-			f := lc.sourceKeys()
+			f := sourceKeys(lc)
 			if f.Status != tt.want || !strings.Contains(f.Detail, tt.detail) || (f.Status == Fail) != (f.Fix != "") {
 				t.Errorf("%+v, want %s with %q", f, tt.want, tt.detail)
 			}

@@ -2,17 +2,13 @@ package check
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
@@ -20,9 +16,6 @@ import (
 )
 
 const (
-	// checkBackupName names the Backup the check asks the Resolver about: one that names only
-	// the location checked, as a backup through it would.
-	checkBackupName = "velero-async-preflight-check"
 	// exampleSnapshotID and exampleVolumeID are EC2's documentation IDs, dry-run on when the
 	// account has no snapshot or volume of its own in the region.
 	exampleSnapshotID = "snap-1234567890abcdef0"
@@ -36,7 +29,10 @@ const (
 	ownPage = 5
 )
 
-// locationCheck checks one VolumeSnapshotLocation. It owns what it found on the way.
+// locationCheck checks one VolumeSnapshotLocation. It owns what it found on the way. Its methods
+// are the steps every place's checks share (a client, an identity, a region's answer, the
+// probes); the checks themselves are functions taking it (run.go, credentials.go, regions.go,
+// copies.go, kms.go, ttl.go, volumes.go).
 type locationCheck struct {
 	*Checker
 	vsl      velerov1.VolumeSnapshotLocation
@@ -54,140 +50,7 @@ type locationCheck struct {
 	copyTimes []copyTime
 }
 
-// location checks v.
-func (c *Checker) location(ctx context.Context, v velerov1.VolumeSnapshotLocation, cl cluster) Section {
-	lc := &locationCheck{Checker: c, vsl: v, cluster: cl}
-	lc.run(ctx)
-	return Section{Title: fmt.Sprintf("VolumeSnapshotLocation %s/%s", c.Namespace, v.Name), Location: v.Name, Findings: lc.findings}
-}
-
 func (lc *locationCheck) add(f ...Finding) { lc.findings = append(lc.findings, f...) }
-
-func (lc *locationCheck) run(ctx context.Context) {
-	cfg, err := model.ParseConfig(lc.vsl.Spec.Config)
-	if err != nil {
-		lc.add(fail("config", err.Error(), configFix(lc.vsl.Spec.Config)))
-		return
-	}
-	lc.cfg = cfg
-	lc.add(pass("config", lc.configSummary()))
-	lc.add(lc.volumesInRegion())
-	if !lc.resolve(ctx) {
-		return
-	}
-	source, ok := lc.place(ctx, "the location's account", lc.sourceCredentialsName(), cfg.Region, lc.loc.Credentials, statementSource)
-	if !ok {
-		return
-	}
-	if id, ok := lc.identity(ctx, "account", source, lc.loc.Credentials, ""); ok {
-		source.principal = id.ARN
-	}
-	lc.sourceRegion(ctx, source)
-	if cfg.CopyToRegion != "" {
-		lc.copyRegion(ctx, source)
-	}
-	if cfg.Vault.Enabled() {
-		lc.vault(ctx, source)
-	}
-	lc.itemOperationTimeout()
-	if cfg.Vault.Lock.Mode != "" {
-		lc.lockAgainstTTL()
-	}
-}
-
-// configSummary says what the location asks for.
-func (lc *locationCheck) configSummary() string {
-	parts := []string{"region " + lc.cfg.Region}
-	if lc.cfg.CopyToRegion != "" {
-		parts = append(parts, "copies to "+lc.cfg.CopyToRegion)
-	}
-	if v := lc.cfg.Vault; v.Enabled() {
-		s := "vault copies in account " + v.AccountID + " in " + v.Region
-		if v.Lock.Mode != "" {
-			s += fmt.Sprintf(", locked (%s, %s)", v.Lock.Mode, plural(int(v.Lock.Days), "day"))
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// resolve finds the location's credentials through the Resolver, as the item actions do.
-func (lc *locationCheck) resolve(ctx context.Context) bool {
-	backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: lc.Namespace, Name: checkBackupName},
-		Spec: velerov1.BackupSpec{VolumeSnapshotLocations: []string{lc.vsl.Name}}}
-	choice, err := lc.Resolver.ForBackup(ctx, backup, "")
-	var ce *location.CredentialError
-	switch {
-	case errors.As(err, &ce):
-		lc.add(fail("credentials", err.Error(), fmt.Sprintf("kubectl -n %s create secret generic %s --from-file=%s=./credentials", ce.Namespace, ce.Secret, ce.Key)))
-		return false
-	case err != nil:
-		lc.add(fail("credentials", err.Error(), "let Velero's service account read this location and its Secrets (README, Credentials)"))
-		return false
-	case len(choice.Locations) == 0 || choice.Locations[0].DefaultChain() || choice.Locations[0].Name != lc.vsl.Name:
-		if u := lc.secretRefused(ctx); u != nil {
-			lc.add(u.finding("credentials", ""))
-			return false
-		}
-		lc.add(fail("credentials", "the item actions would not find this location: "+choice.Note,
-			"let Velero's service account get and list volumesnapshotlocations and get secrets in "+lc.Namespace+" (README, Kubernetes permissions)"))
-		return false
-	}
-	lc.loc = choice.Locations[0]
-	lc.add(pass("credentials", lc.credentialsSummary()))
-	if lc.vsl.Spec.Credential == nil && !lc.Shell.InPod {
-		lc.add(warn("credentials where Velero runs", "the check used "+lc.sourceCredentialsName()+"; Velero's pod uses its own environment (its cloud-credentials Secret, IRSA or EKS Pod Identity), which may differ",
-			fmt.Sprintf("check them where Velero runs: kubectl -n %s exec deploy/%s -c %s -- /plugins/%s %s", lc.Namespace, veleroDeployment, veleroContainer, binaryName, Command)))
-	}
-	return true
-}
-
-// secretRefused is, when the check runs off-pod and the API refuses it the location's Secret,
-// what it could not read: the refusal is then of whoever runs the check, not of Velero's
-// service account, which the item actions use.
-func (lc *locationCheck) secretRefused(ctx context.Context) *unreadable {
-	sel := lc.vsl.Spec.Credential
-	if sel == nil || lc.Shell.InPod {
-		return nil
-	}
-	err := lc.Kube.Get(ctx, ktypes.NamespacedName{Namespace: lc.Namespace, Name: sel.Name}, &corev1.Secret{})
-	if err == nil {
-		return nil
-	}
-	if u := newUnreadable("the location's Secret "+lc.Namespace+"/"+sel.Name+" is not readable", "get on secrets in namespace "+lc.Namespace, err); u.refused {
-		return u
-	}
-	return nil
-}
-
-// credentialsSummary says where the location's credentials come from, never what they are.
-func (lc *locationCheck) credentialsSummary() string {
-	var parts []string
-	if sel := lc.vsl.Spec.Credential; sel != nil {
-		parts = append(parts, fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, sel.Name, sel.Key))
-	} else if f := lc.cfg.Credentials.File; f != "" {
-		parts = append(parts, "credentials file "+f+" of "+lc.Shell.where())
-	}
-	if p := lc.cfg.Credentials.Profile; p != "" {
-		parts = append(parts, "profile "+p)
-	}
-	if len(parts) == 0 {
-		parts = append(parts, lc.Shell.chain())
-	}
-	if v := lc.cfg.Vault; v.Enabled() {
-		switch {
-		case v.CredentialSecret != "":
-			s := fmt.Sprintf("vault: Secret %s/%s key %s", lc.Namespace, v.CredentialSecret, v.CredentialKey)
-			if v.Profile != "" {
-				s += " profile " + v.Profile
-			}
-			parts = append(parts, s)
-		default:
-			parts = append(parts, "vault: profile "+v.Profile+" of the location's credentials")
-		}
-	}
-	return strings.Join(parts, "; ")
-}
 
 // place returns the guarded client of creds in region, or records why there is none.
 func (lc *locationCheck) place(ctx context.Context, role, credsName, region string, creds ec2api.Credentials, statement string) (*place, bool) {
@@ -235,6 +98,13 @@ func (lc *locationCheck) vaultCredentialsName() string {
 		return fmt.Sprintf("Secret %s/%s key %s", lc.Namespace, s, lc.cfg.Vault.CredentialKey)
 	}
 	return "profile " + lc.cfg.Vault.Profile
+}
+
+// copyTime is the expected duration of one copy into a destination, and where it comes from.
+type copyTime struct {
+	where  string
+	each   time.Duration
+	source string
 }
 
 // probe is one action's check in a place.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/aws/smithy-go"
@@ -151,21 +150,4 @@ func (p *place) reachable(err error, detail string) Finding {
 // skipped is the finding of an action not checked because of p.skip.
 func (p *place) skipped(action string) Finding {
 	return notChecked(p.actionCheck(action), p.skip)
-}
-
-// plural says "n thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
-// shortList names at most three items, then how many more.
-func shortList(items []string) string {
-	const shown = 3
-	if len(items) <= shown {
-		return strings.Join(items, ", ")
-	}
-	return strings.Join(items[:shown], ", ") + fmt.Sprintf(" and %d more", len(items)-shown)
 }

@@ -14,13 +14,13 @@ const filterValuesMax = 200
 
 // sourceRegion checks the location's region with its own credentials: every action the plugin's
 // snapshots, deletions, restores and (with a vault) shares make there.
-func (lc *locationCheck) sourceRegion(ctx context.Context, p *place) {
+func sourceRegion(ctx context.Context, lc *locationCheck, p *place) {
 	ctx, cancel := context.WithTimeout(ctx, regionTimeout)
 	defer cancel()
 	lc.reach(ctx, p, true)
 	lc.snapshot, lc.volume = exampleSnapshotID, exampleVolumeID
 	probes := []probe{
-		{"DescribeVolumes", func(ctx context.Context) Finding { return lc.describeSources(ctx, p) }},
+		{"DescribeVolumes", func(ctx context.Context) Finding { return describeSources(ctx, lc, p) }},
 		{"DescribeSnapshots", func(ctx context.Context) Finding {
 			id, f := ownSnapshot(ctx, p)
 			lc.snapshot = id
@@ -38,7 +38,7 @@ func (lc *locationCheck) sourceRegion(ctx context.Context, p *place) {
 			return p.dryRun("DeleteTags", p.statement, on(lc.snapshot, p.region), err)
 		}},
 		deleteSnapshotProbe(p, &lc.snapshot),
-		{"CreateVolume", func(ctx context.Context) Finding { return lc.createVolume(ctx, p) }},
+		{"CreateVolume", func(ctx context.Context) Finding { return createVolume(ctx, lc, p) }},
 	}
 	if lc.cfg.Restore.WaitForInitialization {
 		probes = append(probes, probe{"DescribeVolumeStatus", func(ctx context.Context) Finding {
@@ -67,13 +67,13 @@ func (lc *locationCheck) sourceRegion(ctx context.Context, p *place) {
 	}
 	lc.runProbes(ctx, p, probes)
 	if lc.cfg.Vault.Enabled() && p.skip == "" {
-		lc.add(lc.sourceKeys())
+		lc.add(sourceKeys(lc))
 	}
 }
 
 // describeSources describes the volumes the location would back up, for real: the cluster's
 // EBS volumes in the region, or when the PVs are not readable, the account's volumes there.
-func (lc *locationCheck) describeSources(ctx context.Context, p *place) Finding {
+func describeSources(ctx context.Context, lc *locationCheck, p *place) Finding {
 	inputs := []*ec2.DescribeVolumesInput{{MaxResults: aws.Int32(listPage)}}
 	detail := ""
 	if lc.cluster.pvs == nil {
@@ -112,7 +112,7 @@ func (lc *locationCheck) describeSources(ctx context.Context, p *place) Finding 
 }
 
 // createVolume dry-runs a restore's CreateVolume from the location's snapshot.
-func (lc *locationCheck) createVolume(ctx context.Context, p *place) Finding {
+func createVolume(ctx context.Context, lc *locationCheck, p *place) Finding {
 	zone := lc.zone
 	for _, v := range lc.sources {
 		if aws.ToString(v.VolumeId) == lc.volume {
@@ -133,7 +133,7 @@ func (lc *locationCheck) createVolume(ctx context.Context, p *place) Finding {
 
 // copyRegion checks copyToRegion with the location's credentials: the copies, their tags,
 // their deletion, the copy key and the copy slots.
-func (lc *locationCheck) copyRegion(ctx context.Context, source *place) {
+func copyRegion(ctx context.Context, lc *locationCheck, source *place) {
 	ctx, cancel := context.WithTimeout(ctx, regionTimeout)
 	defer cancel()
 	p, ok := lc.place(ctx, source.role, source.creds, lc.cfg.CopyToRegion, lc.loc.Credentials, statementSource)
@@ -160,15 +160,15 @@ func (lc *locationCheck) copyRegion(ctx context.Context, source *place) {
 		lc.add(notChecked(p.prefix+"copy slots in "+p.region, p.skip))
 		return
 	}
-	lc.add(lc.slots(ctx, p, float64(lc.cfg.CopyCompletionMinutes)))
+	lc.add(slots(ctx, lc, p, float64(lc.cfg.CopyCompletionMinutes)))
 }
 
 // vaultPrefix starts the names of the vault account's checks.
 const vaultPrefix = "vault: "
 
-// vault checks the vault account: whose the vault credentials are, its region, the actions of
-// the README's VaultCopies statement, its key and its copy slots.
-func (lc *locationCheck) vault(ctx context.Context, source *place) {
+// vaultAccount checks the vault account: whose the vault credentials are, its region, the
+// actions of the README's VaultCopies statement, its key and its copy slots.
+func vaultAccount(ctx context.Context, lc *locationCheck, source *place) {
 	ctx, cancel := context.WithTimeout(ctx, regionTimeout)
 	defer cancel()
 	v := lc.cfg.Vault
@@ -218,5 +218,5 @@ func (lc *locationCheck) vault(ctx context.Context, source *place) {
 		lc.add(notChecked(p.prefix+"copy slots in "+p.region, p.skip))
 		return
 	}
-	lc.add(lc.slots(ctx, p, 0))
+	lc.add(slots(ctx, lc, p, 0))
 }

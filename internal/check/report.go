@@ -1,12 +1,34 @@
 package check
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 )
+
+// Command is the subcommand's name: the first argument of the plugin binary.
+const Command = "check"
+
+// Exit statuses.
+const (
+	// ExitOK: no finding failed and every check could read what it needs (warnings and lines
+	// not checked allowed).
+	ExitOK = 0
+	// ExitProblems: at least one finding failed.
+	ExitProblems = 1
+	// ExitError: the check could not run (bad flags, no Kubernetes API, the locations not
+	// listable).
+	ExitError = 2
+	// ExitIncomplete: no finding failed, but the Kubernetes API refused a read a check needs
+	// (an "incomplete" line, whose fix says what to grant).
+	ExitIncomplete = ExitError
+)
+
+// binaryName is the plugin binary's, which the text output names with its version.
+const binaryName = cli.BinaryName
 
 // Status is a finding's verdict.
 type Status string
@@ -182,4 +204,21 @@ func human(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// plural says "n thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// shortList names at most three items, then how many more.
+func shortList(items []string) string {
+	const shown = 3
+	if len(items) <= shown {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:shown], ", ") + fmt.Sprintf(" and %d more", len(items)-shown)
 }

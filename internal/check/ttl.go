@@ -13,9 +13,9 @@ import (
 // day is a lock's unit.
 const day = 24 * time.Hour
 
-// schedules are the Schedules whose backups may use the location: those naming it, and those
+// locationSchedules are the Schedules whose backups may use the location: those naming it, and those
 // naming no location of the provider (Velero then picks its default, perhaps this one).
-func (lc *locationCheck) schedules() []velerov1.Schedule {
+func locationSchedules(lc *locationCheck) []velerov1.Schedule {
 	var out []velerov1.Schedule
 	for _, s := range lc.cluster.schedules {
 		if named := s.Spec.Template.VolumeSnapshotLocations; len(named) == 0 || slices.Contains(named, lc.vsl.Name) {
@@ -27,7 +27,7 @@ func (lc *locationCheck) schedules() []velerov1.Schedule {
 
 // lockAgainstTTL names every backup TTL that expires before the vault lock: deleting such a
 // backup keeps its locked vault copies.
-func (lc *locationCheck) lockAgainstTTL() {
+func lockAgainstTTL(lc *locationCheck) {
 	const check = "backup TTL against the vault lock"
 	lock := time.Duration(lc.cfg.Vault.Lock.Days) * day
 	kept := fmt.Sprintf("shorter than the %d-day vault lock: deleting the expired backups keeps their locked vault copies (tagged %s) until the lock ends, and their owner deletes them then",
@@ -43,7 +43,7 @@ func (lc *locationCheck) lockAgainstTTL() {
 		lc.add(fail(check, fmt.Sprintf("%s %s is %s", who, human(s.defaultTTL), kept),
 			fmt.Sprintf("--%s=%s in the Velero server's arguments, or a shorter %s", flagDefaultBackupTTL, human(lock), model.ConfigVaultLockDurationDays)))
 	}
-	for _, sch := range lc.schedules() {
+	for _, sch := range locationSchedules(lc) {
 		if ttl := sch.Spec.Template.TTL.Duration; ttl > 0 && ttl < lock {
 			found = true
 			lc.add(fail(check, fmt.Sprintf("Schedule %s/%s's TTL %s is %s", lc.Namespace, sch.Name, human(ttl), kept),
@@ -68,6 +68,6 @@ func (lc *locationCheck) lockAgainstTTL() {
 			fmt.Sprintf("--%s %s is not shorter than the %d-day lock", flagDefaultBackupTTL, human(s.defaultTTL), lc.cfg.Vault.Lock.Days)))
 	default:
 		lc.add(pass(check, fmt.Sprintf("--%s %s and the TTLs of the Schedules (%d) and Backups that may use the location are not shorter than the %d-day lock",
-			flagDefaultBackupTTL, human(s.defaultTTL), len(lc.schedules()), lc.cfg.Vault.Lock.Days)))
+			flagDefaultBackupTTL, human(s.defaultTTL), len(locationSchedules(lc)), lc.cfg.Vault.Lock.Days)))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Velero's server: its Deployment and container, the flags the check reads and their defaults
@@ -54,16 +55,17 @@ type settings struct {
 // known reports whether the settings were read.
 func (s settings) known() bool { return s.problem == nil }
 
-// readSettings reads Velero's Deployment and parses its server's flags.
-func (c *Checker) readSettings(ctx context.Context) settings {
+// readSettings reads, through kube, Velero's Deployment in namespace and parses its server's
+// flags.
+func readSettings(ctx context.Context, kube client.Reader, namespace string) settings {
 	s := settings{
-		deployment:           c.Namespace + "/" + veleroDeployment,
+		deployment:           namespace + "/" + veleroDeployment,
 		itemOperationTimeout: defaultItemOperationTimeout, syncPeriod: defaultSyncPeriod,
 		defaultTTL: defaultBackupTTL, itemBlockWorkers: defaultItemBlockWorkers,
 	}
 	var d appsv1.Deployment
-	if err := c.Kube.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: veleroDeployment}, &d); err != nil {
-		s.problem = newUnreadable("Velero's Deployment "+s.deployment+" is not readable", "get on deployments.apps in namespace "+c.Namespace, err)
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: veleroDeployment}, &d); err != nil {
+		s.problem = newUnreadable("Velero's Deployment "+s.deployment+" is not readable", "get on deployments.apps in namespace "+namespace, err)
 		return s
 	}
 	ctr, ok := serverContainer(d.Spec.Template.Spec.Containers)

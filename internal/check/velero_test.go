@@ -61,7 +61,7 @@ func TestVeleroSettingsFromItsDeployment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Checker{Kube: fakeKube(t, tt.objs...), Namespace: "velero"}
-			s := c.readSettings(t.Context())
+			s := readSettings(t.Context(), c.Kube, c.Namespace)
 			if s.itemOperationTimeout != tt.timeout || s.syncPeriod != tt.sync || s.itemBlockWorkers != tt.workers || s.defaultTTL != tt.ttl || s.known() == tt.notChecked {
 				t.Errorf("settings %+v", s)
 			}
@@ -114,7 +114,7 @@ func TestItemOperationTimeoutAgainstTheCopies(t *testing.T) {
 			lc.sources = make([]types.Volume, tt.volumes)
 			lc.cluster.settings = settings{itemOperationTimeout: tt.timeout}
 			lc.cluster.schedules = tt.schedules
-			lc.itemOperationTimeout()
+			itemOperationTimeout(lc)
 			if len(lc.findings) != len(tt.want) {
 				t.Fatalf("%+v, want %v", lc.findings, tt.want)
 			}
@@ -162,7 +162,7 @@ func TestBackupTTLAgainstTheVaultLock(t *testing.T) {
 			lc.cluster.settings = settings{defaultTTL: tt.defaultTTL}
 			lc.cluster.schedules, lc.cluster.backups = tt.schedules, tt.backups
 			lc.vsl.Name = "ebs"
-			lc.lockAgainstTTL()
+			lockAgainstTTL(lc)
 			var failed []string
 			for _, f := range lc.findings {
 				if f.Status == Fail {

@@ -8,8 +8,8 @@ import (
 )
 
 // volumesInRegion judges the location's region against the cluster's EBS volumes.
-func (lc *locationCheck) volumesInRegion() Finding {
-	takes, why := lc.takesBackups()
+func volumesInRegion(lc *locationCheck) Finding {
+	takes, why := takesBackups(lc)
 	return regionVolumes(lc.cfg.Region, lc.cluster.volumes, lc.cluster.pvs, takes, why,
 		fmt.Sprintf("kubectl -n %s patch volumesnapshotlocation %s --type merge -p '{\"spec\":{\"config\":{\"region\":\"%%s\"}}}'", lc.Namespace, lc.vsl.Name))
 }
@@ -19,7 +19,7 @@ func (lc *locationCheck) volumesInRegion() Finding {
 // location use it), or when a Schedule names it. Any other location is taken for one a
 // recovery cluster keeps for restores (its region is then the copy region, where no PV of
 // the cluster may be yet).
-func (lc *locationCheck) takesBackups() (bool, string) {
+func takesBackups(lc *locationCheck) (bool, string) {
 	switch {
 	case len(lc.cluster.locations) == 1:
 		return true, "it is the only location of " + lc.Provider

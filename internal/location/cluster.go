@@ -14,6 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// Velero's namespace.
+const (
+	// DefaultNamespace is Velero's namespace when VELERO_NAMESPACE is not set.
+	DefaultNamespace = "velero"
+	// NamespaceEnv names the variable Velero's install sets to its namespace; plugin processes
+	// inherit the server's environment.
+	NamespaceEnv = "VELERO_NAMESPACE"
+)
+
 // clientTimeout bounds each request of a client NewClient builds.
 const clientTimeout = 30 * time.Second
 

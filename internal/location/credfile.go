@@ -8,7 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
+
+// CredentialsDirName is the directory under the temp dir holding the credentials files.
+const CredentialsDirName = "velero-async-credentials"
 
 const (
 	dirMode  os.FileMode = 0o700
@@ -33,9 +37,15 @@ func credentialsFileName(ns, secret, key string) string {
 // credentialsNameBytes is how many bytes of the digest name a credentials file: 128 bits.
 const credentialsNameBytes = 16
 
+// credentialFiles are the files the Secret keys are written to, under tempDir.
+type credentialFiles struct {
+	tempDir string
+	fileMu  sync.Mutex
+}
+
 // credentialsDir returns <tempDir>/velero-async-credentials/<ns>, created private to the
 // process's user: a directory another user owns cannot be made private and is refused.
-func (s *state) credentialsDir(ns string) (string, error) {
+func (s *credentialFiles) credentialsDir(ns string) (string, error) {
 	if !fileNamePart(ns) {
 		return "", fmt.Errorf("namespace %q cannot name a directory", ns)
 	}
@@ -64,7 +74,7 @@ func (s *state) credentialsDir(ns string) (string, error) {
 // writeFile puts data in <credentialsDir(ns)>/<name> with mode 0600, rewriting it only when its
 // content or mode differs. The new content is renamed into place, so a reader never sees a
 // partial file. data is never logged.
-func (s *state) writeFile(ns, name string, data []byte) (string, error) {
+func (s *credentialFiles) writeFile(ns, name string, data []byte) (string, error) {
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
 	dir, err := s.credentialsDir(ns)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -176,4 +179,37 @@ func get[T client.Object](ctx context.Context, s *state, rd client.Reader, cache
 	}
 	cache[key] = entry[T]{val: obj, found: found, expires: s.clock.Now().Add(s.ttl)}
 	return obj, found, nil
+}
+
+// state is what Resolvers sharing a cache share.
+type state struct {
+	provider  string
+	namespace string
+	log       logrus.FieldLogger
+	clock     clock.PassiveClock
+	ttl       time.Duration
+	timeout   time.Duration
+	defaults  map[string]string
+	newReader func() (client.Reader, error)
+
+	initOnce sync.Once
+	reader   client.Reader
+	initErr  error
+
+	mu         sync.Mutex
+	vsls       map[string]entry[[]velerov1.VolumeSnapshotLocation]
+	backups    map[types.NamespacedName]entry[*velerov1.Backup]
+	secrets    map[types.NamespacedName]entry[*corev1.Secret]
+	downErr    *unavailableError
+	downUntil  time.Time
+	downLogged bool
+
+	// credentialFiles are where the Secret keys are written.
+	credentialFiles
+}
+
+type entry[T any] struct {
+	val     T
+	found   bool
+	expires time.Time
 }

@@ -32,7 +32,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -49,17 +48,10 @@ import (
 const (
 	// DefaultProvider is the plugin's VolumeSnapshotter name, the provider of its locations.
 	DefaultProvider = "velero-async.io/aws"
-	// DefaultNamespace is Velero's namespace when VELERO_NAMESPACE is not set.
-	DefaultNamespace = "velero"
-	// NamespaceEnv names the variable Velero's install sets to its namespace; plugin processes
-	// inherit the server's environment.
-	NamespaceEnv = "VELERO_NAMESPACE"
 	// DefaultCacheTTL is how long what the Resolver read from the API is reused.
 	DefaultCacheTTL = 30 * time.Second
 	// DefaultRequestTimeout bounds each API read.
 	DefaultRequestTimeout = 10 * time.Second
-	// CredentialsDirName is the directory under the temp dir holding the credentials files.
-	CredentialsDirName = "velero-async-credentials"
 )
 
 // Location config keys the Resolver reads (the VolumeSnapshotter's keys).
@@ -68,6 +60,16 @@ const (
 	ConfigProfile         = "profile"
 	ConfigCredentialsFile = "credentialsFile"
 	ConfigCopyToRegion    = "copyToRegion"
+)
+
+// Location config keys naming the credentials of a location's vault account.
+const (
+	ConfigVaultAccountID        = "vaultAccountId"
+	ConfigVaultCredentialSecret = "vaultCredentialSecret"
+	ConfigVaultCredentialKey    = "vaultCredentialKey"
+	ConfigVaultProfile          = "vaultProfile"
+	// DefaultVaultCredentialKey is the Secret key read when vaultCredentialKey is not set.
+	DefaultVaultCredentialKey = "cloud"
 )
 
 const defaultChainSuffix = ": using the default AWS credential chain"
@@ -175,16 +177,16 @@ type Resolver struct {
 // clientcmd's default loading rules (KUBECONFIG, else the in-cluster config).
 func New(opts ...Option) *Resolver {
 	s := &state{
-		provider:  DefaultProvider,
-		namespace: os.Getenv(NamespaceEnv),
-		tempDir:   os.TempDir(),
-		clock:     clock.RealClock{},
-		ttl:       DefaultCacheTTL,
-		timeout:   DefaultRequestTimeout,
-		newReader: newDefaultReader,
-		vsls:      map[string]entry[[]velerov1.VolumeSnapshotLocation]{},
-		backups:   map[types.NamespacedName]entry[*velerov1.Backup]{},
-		secrets:   map[types.NamespacedName]entry[*corev1.Secret]{},
+		provider:        DefaultProvider,
+		namespace:       os.Getenv(NamespaceEnv),
+		credentialFiles: credentialFiles{tempDir: os.TempDir()},
+		clock:           clock.RealClock{},
+		ttl:             DefaultCacheTTL,
+		timeout:         DefaultRequestTimeout,
+		newReader:       newDefaultReader,
+		vsls:            map[string]entry[[]velerov1.VolumeSnapshotLocation]{},
+		backups:         map[types.NamespacedName]entry[*velerov1.Backup]{},
+		secrets:         map[types.NamespacedName]entry[*corev1.Secret]{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -456,6 +458,44 @@ func (r *Resolver) location(ctx context.Context, rd client.Reader, ns string, v 
 	}, nil
 }
 
+// VaultCredentials returns the credentials the config of location (as Velero passes it to the
+// VolumeSnapshotter) names for its vault account: the credentials file in the Secret
+// vaultCredentialSecret of Velero's namespace (key vaultCredentialKey, default "cloud"), or
+// the location's own credentials, with the profile vaultProfile. It returns nil when the
+// config names no vault account.
+func (r *Resolver) VaultCredentials(ctx context.Context, location string, cfg map[string]string) (*ec2api.Credentials, error) {
+	if cfg[ConfigVaultAccountID] == "" {
+		return nil, nil
+	}
+	rd, err := r.client()
+	if err != nil && cfg[ConfigVaultCredentialSecret] != "" {
+		return nil, err
+	}
+	return r.vaultCredentials(ctx, rd, r.namespace, location, cfg)
+}
+
+// vaultCredentials is VaultCredentials with the reader and namespace chosen.
+func (r *Resolver) vaultCredentials(ctx context.Context, rd client.Reader, ns, location string, cfg map[string]string) (*ec2api.Credentials, error) {
+	if cfg[ConfigVaultAccountID] == "" {
+		return nil, nil
+	}
+	creds := &ec2api.Credentials{Profile: cfg[ConfigVaultProfile], File: cfg[ConfigCredentialsFile]}
+	if name := cfg[ConfigVaultCredentialSecret]; name != "" {
+		key := cfg[ConfigVaultCredentialKey]
+		if key == "" {
+			key = DefaultVaultCredentialKey
+		}
+		path, err := r.credentialsFile(ctx, rd, ns, location, &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key,
+		})
+		if err != nil {
+			return nil, err
+		}
+		creds.File = path
+	}
+	return creds, nil
+}
+
 // credentialsFile writes the selected Secret key to the location's private file.
 func (r *Resolver) credentialsFile(ctx context.Context, rd client.Reader, ns, location string, sel *corev1.SecretKeySelector) (string, error) {
 	cerr := func(err error) error {
@@ -480,37 +520,4 @@ func (r *Resolver) credentialsFile(ctx context.Context, rd client.Reader, ns, lo
 		return "", cerr(err)
 	}
 	return path, nil
-}
-
-// state is what Resolvers sharing a cache share.
-type state struct {
-	provider  string
-	namespace string
-	tempDir   string
-	log       logrus.FieldLogger
-	clock     clock.PassiveClock
-	ttl       time.Duration
-	timeout   time.Duration
-	defaults  map[string]string
-	newReader func() (client.Reader, error)
-
-	initOnce sync.Once
-	reader   client.Reader
-	initErr  error
-
-	mu         sync.Mutex
-	vsls       map[string]entry[[]velerov1.VolumeSnapshotLocation]
-	backups    map[types.NamespacedName]entry[*velerov1.Backup]
-	secrets    map[types.NamespacedName]entry[*corev1.Secret]
-	downErr    *unavailableError
-	downUntil  time.Time
-	downLogged bool
-
-	fileMu sync.Mutex
-}
-
-type entry[T any] struct {
-	val     T
-	found   bool
-	expires time.Time
 }
