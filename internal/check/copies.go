@@ -94,10 +94,10 @@ func timeCopies(ctx context.Context, lc *locationCheck, p *place) (copyTime, boo
 	return copyTime{where: p.region, each: sum / time.Duration(n), source: fmt.Sprintf("the mean of %s there", plural(n, "completed copy"))}, true
 }
 
-// itemOperationTimeout judges Velero's item-operation timeouts that apply to the location's
+// judgeOperationTimeouts judges Velero's item-operation timeouts that apply to the location's
 // backups against its copies' expected duration: ⌈volumes / 20⌉ copies after one another in
 // each destination, the README's rule.
-func itemOperationTimeout(lc *locationCheck) {
+func judgeOperationTimeouts(lc *locationCheck) {
 	const check = "item-operation timeout"
 	if lc.cfg.CopyToRegion == "" && !lc.cfg.Vault.Enabled() {
 		return
@@ -123,7 +123,7 @@ func itemOperationTimeout(lc *locationCheck) {
 	for _, t := range timeouts(lc) {
 		if t.d < expected {
 			found = true
-			lc.add(fail(check, fmt.Sprintf("%s %s is shorter than the copies' expected %s: %s", t.who, human(t.d), human(expected), why), t.fix(suggestedTimeout(expected))))
+			lc.add(fail(check, fmt.Sprintf("%s %s is shorter than the copies' expected %s: %s", t.who, human(t.d), human(expected), why), t.fixFor(suggestedTimeout(expected))))
 		}
 	}
 	if !found {
@@ -148,7 +148,7 @@ type timeout struct {
 	flag bool
 }
 
-func (t timeout) fix(d time.Duration) string {
+func (t timeout) fixFor(d time.Duration) string {
 	if t.flag {
 		return fmt.Sprintf("--%s=%s in the Velero server's arguments (or --item-operation-timeout on the backups)", flagItemOperationTimeout, human(d))
 	}

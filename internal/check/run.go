@@ -40,7 +40,7 @@ func (c *Checker) Run(ctx context.Context, only string) (Report, error) {
 		rep.add(Section{Title: "VolumeSnapshotLocations", Findings: []Finding{c.noLocation(only, list.Items)}})
 	}
 	for _, v := range mine {
-		rep.add(c.location(ctx, v, cluster))
+		rep.add(c.locationSection(ctx, v, cluster))
 	}
 	velero := cluster.settings.section()
 	if len(cluster.locations) > 0 {
@@ -66,8 +66,8 @@ func (c *Checker) noLocation(only string, all []velerov1.VolumeSnapshotLocation)
 		fmt.Sprintf("velero snapshot-location create ebs --provider %s --config region=REGION", c.Provider))
 }
 
-// location checks v.
-func (c *Checker) location(ctx context.Context, v velerov1.VolumeSnapshotLocation, cl cluster) Section {
+// locationSection checks v.
+func (c *Checker) locationSection(ctx context.Context, v velerov1.VolumeSnapshotLocation, cl cluster) Section {
 	lc := &locationCheck{Checker: c, vsl: v, cluster: cl}
 	checkLocation(ctx, lc)
 	return Section{Title: fmt.Sprintf("VolumeSnapshotLocation %s/%s", c.Namespace, v.Name), Location: v.Name, Findings: lc.findings}
@@ -101,7 +101,7 @@ func checkLocation(ctx context.Context, lc *locationCheck) {
 	if cfg.Vault.Enabled() {
 		vaultAccount(ctx, lc, source)
 	}
-	itemOperationTimeout(lc)
+	judgeOperationTimeouts(lc)
 	if cfg.Vault.Lock.Mode != "" {
 		lockAgainstTTL(lc)
 	}

@@ -114,7 +114,7 @@ func TestItemOperationTimeoutAgainstTheCopies(t *testing.T) {
 			lc.sources = make([]types.Volume, tt.volumes)
 			lc.cluster.settings = settings{itemOperationTimeout: tt.timeout}
 			lc.cluster.schedules = tt.schedules
-			itemOperationTimeout(lc)
+			judgeOperationTimeouts(lc)
 			if len(lc.findings) != len(tt.want) {
 				t.Fatalf("%+v, want %v", lc.findings, tt.want)
 			}
