@@ -34,7 +34,8 @@ const (
 	FillBudget = 3 * time.Second
 )
 
-// Option adjusts a Snapshotter, Tracker or VolumeWatcher.
+// Option adjusts a job: a Snapshotter or Tracker (tracking), a Deleter (deleting), a Restorer or
+// VolumeWatcher (restoring).
 type Option func(*Settings)
 
 type Settings struct {
@@ -112,7 +113,7 @@ func WithHandoff(h *Handoff) Option { return func(s *Settings) { s.Handoff = h }
 // clients they were made with.
 func WithLocator(l Locator) Option { return func(s *Settings) { s.Locator = l } }
 
-// WithVaultClients gives the EC2 clients of the vault account's credentials: a Snapshotter
+// WithVaultClients gives the EC2 clients of the vault account's credentials: a Deleter
 // deletes vault copies with them, and a Tracker made without a Locator copies into the vault.
 func WithVaultClients(c ec2api.Regional) Option { return func(s *Settings) { s.Vault = c } }
 
