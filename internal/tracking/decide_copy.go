@@ -201,12 +201,15 @@ type fillFacts struct {
 // now (and share it with a vault): any source of the backup an operation follows or will, so
 // that one Progress call starts a batch of copies. Never one a failed copy ended (marked
 // copy-failed in EC2, or seen failing here), nor one cancelled or timed out, whose create did
-// not return it to Velero, whose deletion has begun, that has its copy, or a stray; one asked
-// for within the listing lag waits for EC2's listing.
+// not return it to Velero, whose deletion has begun, or that has its copy; one no operation
+// follows waits for an operation's claim (a stray, which none could claim, is never copied);
+// one asked for within the listing lag waits for EC2's listing.
 func decideFill(f fillFacts) verdict {
 	switch {
-	case !f.followed || f.ended || f.failed || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
+	case f.ended || f.failed || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
 		return copyNever
+	case !f.followed:
+		return copyOnClaim
 	case f.requested:
 		return copyLater
 	}

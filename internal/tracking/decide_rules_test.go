@@ -56,7 +56,7 @@ func TestWhichSourcesAFillCopies(t *testing.T) {
 		want  verdict
 	}{
 		{"the source of an open operation is copied, whichever operation's Progress call fills", open, copyNow},
-		{"a stray no operation could claim (not the one of its PV carrying the backup's UID) is not copied", fillFacts{}, copyNever},
+		{"a source no operation follows yet waits for one to claim it (a stray, not the one of its PV carrying the backup's UID, never is copied)", fillFacts{}, copyOnClaim},
 		{"a source whose operation this process reported ended is not copied", with(func(f *fillFacts) { f.ended = true }), copyNever},
 		{"a source whose copy into another target was refused or failed is neither shared nor copied", with(func(f *fillFacts) { f.failing = true }), copyNever},
 		{"a source marked copy-failed (its operation failed, in this process or another) is neither shared nor copied", with(func(f *fillFacts) { f.failed = true }), copyNever},

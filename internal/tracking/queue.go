@@ -20,42 +20,30 @@ const (
 	// copyNever: ruled out until the next description (it has a copy, or its copy is refused,
 	// cancelled or its deletion has begun).
 	copyNever
+	// copyOnClaim: not until an operation claims it (no operation follows it yet; a stray never).
+	copyOnClaim
 )
 
 // copyQueue holds, per target, the completed sources of one description whose copy
-// this process may start, oldest first. Sources ruled out are dropped as a walk meets them, so
-// that each of a reconcile's Progress calls looks at only the few sources it starts or skips,
-// however large the backup: a walk over every source in each call made a reconcile's cost grow
-// with the square of its operations. It owns its state: only its methods change it.
+// this process may start, oldest first. Sources ruled out are dropped as a walk meets them, and
+// those waiting for an operation's claim set aside, so that each of a reconcile's Progress calls
+// looks at only the few sources it starts or skips, however large the backup: a walk over every
+// source in each call made a reconcile's cost grow with the square of its operations. It judges
+// nothing itself: the judge passed to take does. It owns its state: only its methods change it.
 type copyQueue struct {
-	// ready holds, per target, the sources an operation follows or certainly will (the one of
-	// their PV carrying the backup's UID), oldest first.
+	// ready holds, per target, the sources not yet ruled out nor set aside, oldest first.
 	ready map[model.Target][]*types.Snapshot
-	// unclaimed holds, by ID, the other completed sources bound for targets: they join ready
-	// when an operation claims them.
-	unclaimed map[string]unclaimedSource
-}
-
-// unclaimedSource is a source of a copyQueue that waits for its operation's claim.
-type unclaimedSource struct {
-	snap    *types.Snapshot
-	targets []model.Target
+	// unclaimed holds, by ID and target, the sources a walk set aside until an operation claims
+	// them: they rejoin ready then.
+	unclaimed map[string]map[model.Target]*types.Snapshot
 }
 
 func newCopyQueue() *copyQueue {
-	return &copyQueue{ready: map[model.Target][]*types.Snapshot{}, unclaimed: map[string]unclaimedSource{}}
+	return &copyQueue{ready: map[model.Target][]*types.Snapshot{}, unclaimed: map[string]map[model.Target]*types.Snapshot{}}
 }
 
-// add queues a completed source bound for the target: in ready when known to be followed, else
-// until claimed.
-func (q *copyQueue) add(s *types.Snapshot, tg model.Target, followed bool) {
-	if !followed {
-		id := aws.ToString(s.SnapshotId)
-		u := q.unclaimed[id]
-		u.snap, u.targets = s, append(u.targets, tg)
-		q.unclaimed[id] = u
-		return
-	}
+// add queues a completed source bound for the target.
+func (q *copyQueue) add(s *types.Snapshot, tg model.Target) {
 	q.ready[tg] = append(q.ready[tg], s)
 }
 
@@ -66,22 +54,19 @@ func (q *copyQueue) sort() {
 	}
 }
 
-// claim moves the source with this ID, claimed by an operation, into ready.
+// claim moves the source with this ID, claimed by an operation, back into ready when a walk set
+// it aside.
 func (q *copyQueue) claim(id string) {
-	u, ok := q.unclaimed[id]
-	if !ok {
-		return
+	for tg, s := range q.unclaimed[id] {
+		ss := q.ready[tg]
+		i, _ := slices.BinarySearchFunc(ss, s, olderFirst)
+		q.ready[tg] = slices.Insert(ss, i, s)
 	}
 	delete(q.unclaimed, id)
-	for _, tg := range u.targets {
-		ss := q.ready[tg]
-		i, _ := slices.BinarySearchFunc(ss, u.snap, olderFirst)
-		q.ready[tg] = slices.Insert(ss, i, u.snap)
-	}
 }
 
 // take returns up to limit of the target's sources that judge lets be copied now, oldest first,
-// and drops those it rules out.
+// drops those it rules out and sets aside those waiting for a claim.
 func (q *copyQueue) take(tg model.Target, limit int, judge func(*types.Snapshot) verdict) []types.Snapshot {
 	var out []types.Snapshot
 	ss := q.ready[tg]
@@ -94,6 +79,12 @@ func (q *copyQueue) take(tg model.Target, limit int, judge func(*types.Snapshot)
 			kept = append(kept, ss[i])
 		case copyLater:
 			kept = append(kept, ss[i])
+		case copyOnClaim:
+			id := aws.ToString(ss[i].SnapshotId)
+			if q.unclaimed[id] == nil {
+				q.unclaimed[id] = map[model.Target]*types.Snapshot{}
+			}
+			q.unclaimed[id][tg] = ss[i]
 		}
 	}
 	q.ready[tg] = append(kept, ss[i:]...)

@@ -144,7 +144,7 @@ func (v *backupView) index() {
 			v.followed[id] = true
 		}
 		for _, tg := range model.TargetsOf(s) {
-			v.queue.add(s, tg, v.followed[id])
+			v.queue.add(s, tg)
 		}
 	}
 	v.queue.sort()

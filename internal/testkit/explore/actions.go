@@ -139,6 +139,9 @@ func (w *world) reconcile() {
 		if op.state != opOpen {
 			op.endedAt = w.clk.Now()
 		}
+		if p.completed && err == nil {
+			w.process.ended[op.snapshotID] = true // the process remembers what it reported ended
+		}
 		w.checkFailedOnBlip(op)
 		w.logf("velero: Progress %s -> %d/%d completed=%v %q %s", op.pv, p.done, p.total, p.completed, p.desc, p.perr)
 		if op.state == opCompleted {

@@ -40,6 +40,8 @@ const (
 	actLoseCancel = "velero: reconcile, the plugin process lost in a Cancel"
 	// actSameVolume is another backup of the same name snapshotting this backup's volume (lost.go).
 	actSameVolume = "other install: snapshot of this backup's volume"
+	// actRefusalBegins is an account's policy beginning to refuse a copy mid-run (copied.go).
+	actRefusalBegins = "account: policy begins refusing a copy"
 )
 
 var (
@@ -85,6 +87,9 @@ func drawSetup(t *rapid.T) setup {
 	}
 	if s.vault && rapid.Bool().Draw(t, "an account's policy refusing a copy") {
 		s.refusedCopy = rapid.SampledFrom([]string{regionalCopyRefused, vaultCopyRefused}).Draw(t, "copy refused")
+		// The refused copy beside the other target's: a regional refusal needs a regional copy.
+		s.copyTo = s.copyTo || s.refusedCopy == regionalCopyRefused
+		s.refusalLate = rapid.Bool().Draw(t, "the refusal begins mid-run")
 	}
 	s.stsUnavailable = s.vault && rapid.IntRange(0, 3).Draw(t, "STS unavailable for the run (0)") == 0
 	s.restoredVolumes = rapid.IntRange(0, 3).Draw(t, "volumes this plugin restored (0)") == 0
@@ -164,6 +169,9 @@ func (w *world) enabled() []string {
 	}
 	if w.recordedOne() != nil {
 		out = append(out, actToolTag)
+	}
+	if w.setup.refusalLate && !w.refusalBegun {
+		out = append(out, actRefusalBegins)
 	}
 	if len(w.restorable()) > 0 {
 		out = append(out, actRestore)
@@ -264,6 +272,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.toolCopy(rapid.Bool().Draw(t, "of this backup's"))
 	case actToolTag:
 		w.toolTag()
+	case actRefusalBegins:
+		w.beginRefusal()
 	case actRestore:
 		w.restoreScripted(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"), drawRestore(t))
 	default:

@@ -82,6 +82,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var rule *faultRule
 	if tr.faulty {
 		w.checkCancelRequest(q, form)
+		w.checkCopyRequest(q, form)
 		if d := w.costOf(q.action); d > 0 {
 			w.clk.Step(d)
 		}
@@ -91,7 +92,8 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if w.setup.stsUnavailable && q.action == "GetCallerIdentity" {
 			return errorResponse(req, http.StatusServiceUnavailable, "ServiceUnavailable", "STS is unavailable"), nil
 		}
-		if w.setup.refuses(q) {
+		if w.refuses(q) {
+			w.noteRefusal(q, form)
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation: the "+w.setup.refusedCopy+" is refused by its account's policy"), nil
 		}
 		rule = w.faults.match(q.action, q.role)

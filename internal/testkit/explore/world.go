@@ -95,6 +95,9 @@ type setup struct {
 	// regional one (a copyKmsKeyId the source account may not use) or the vault one (the vault
 	// account's IAM without CopySnapshot).
 	refusedCopy string
+	// refusalLate says the refusal begins mid-run, when actRefusalBegins takes a step (the
+	// account's policy changed while copies were under way), not from the start.
+	refusalLate bool
 	// stsUnavailable says STS answers no GetCallerIdentity until the operations are settled (a
 	// private cluster without an STS endpoint): the vault credentials' account is known only
 	// from what EC2 lists with them.
@@ -173,6 +176,9 @@ func (s setup) String() string {
 	}
 	if s.refusedCopy != "" {
 		upgrade += "; every " + s.refusedCopy + " refused by its account's policy"
+		if s.refusalLate {
+			upgrade += " once it changes mid-run"
+		}
 	}
 	if s.stsUnavailable {
 		upgrade += "; STS unavailable until the operations are settled"
@@ -260,6 +266,10 @@ type world struct {
 	kubeRefused bool
 	// cancels is what the checks remember of the reconcile's Cancels.
 	cancels cancelState
+	// process is what the checks remember of the plugin process under way.
+	process processState
+	// refusalBegun says the account's policy refuses the setup's refusedCopy from now on.
+	refusalBegun bool
 	// slowAnswered says an answer came slowly (faultSlow) in the run.
 	slowAnswered bool
 	// cancelLost says the plugin process exits as the reconcile's next Cancel begins.
@@ -393,6 +403,7 @@ func (w *world) locationOptions(cfg model.Config, withHandoff bool) []ebs.Option
 
 // newTracker is a fresh plugin process's Tracker: nothing in memory.
 func (w *world) newTracker() *tracking.Tracker {
+	w.startProcess()
 	// The places the plugin's locator makes of the location, read from the Kubernetes API.
 	return tracking.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()))...)
 }

@@ -58,15 +58,17 @@ var mutants = []mutant{
 		name: "stray-source-copied",
 		rule: `rule 6: a Progress call fills copy slots with the sources an operation of the backup follows; a stray no operation could claim is never copied`,
 		file: "internal/tracking/decide_copy.go",
-		old:  `case !f.followed || f.ended ||`,
-		new:  `case f.ended ||`,
+		old: `	case !f.followed:
+		return copyOnClaim
+`,
+		new: ``,
 	},
 	{
 		name: "ended-source-copied",
 		rule: `promise: "nothing stays shared once its operation has ended": no copy of a source is started once its operation ended`,
 		file: "internal/tracking/decide_copy.go",
-		old:  `!f.followed || f.ended || f.failed ||`,
-		new:  `!f.followed || f.failed ||`,
+		old:  `case f.ended || f.failed ||`,
+		new:  `case f.failed ||`,
 	},
 	{
 		name: "copy-failed-source-copied",
