@@ -210,6 +210,9 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 		if until, what := seen.copyMayStart(copies, policy.listingLag); now.Before(until) {
 			return deletionPlan{waitUntil: until, waitingFor: what}
 		}
+		if until, what := seen.lockMayStart(copies); now.Before(until) {
+			return deletionPlan{waitUntil: until, waitingFor: what}
+		}
 	}
 	unreturned, leave := seen.unreturnedOf(ours)
 	plan.unreturned, plan.leave = unreturned, append(plan.leave, leave...)
@@ -294,7 +297,8 @@ func (seen deletionSeen) unreturnedOf(b backupOf) (del, leave []deletionTarget) 
 }
 
 // markTarget is the source to mark as being deleted: one not marked yet, with a target that
-// has no copy of it listed, where a tracker may still start one.
+// has no copy of it listed, where a tracker may still start one, or with a copy asked to be
+// locked that is not locked yet, which a tracker may still lock.
 func (seen deletionSeen) markTarget(copies []foundSnapshot) *regionalSnapshot {
 	src := seen.source
 	if !seen.markedAt.IsZero() || model.TagValue(src.Tags, model.TagDeletionRequestedAt) != "" {
@@ -305,7 +309,54 @@ func (seen deletionSeen) markTarget(copies []foundSnapshot) *regionalSnapshot {
 			return &regionalSnapshot{seen.sourceRegion, seen.sourceID}
 		}
 	}
+	if len(seen.unlockedAskingLock(copies)) > 0 {
+		return &regionalSnapshot{seen.sourceRegion, seen.sourceID}
+	}
 	return nil
+}
+
+// unlockedAskingLock are the copies asked to be locked (TagVaultLock) that EC2 does not hold
+// locked: a tracker that read the source before it was marked as being deleted may still lock
+// them.
+func (seen deletionSeen) unlockedAskingLock(copies []foundSnapshot) []foundSnapshot {
+	var out []foundSnapshot
+	for _, c := range copies {
+		if model.TagValue(c.snap.Tags, model.TagVaultLock) != "" && !model.Locked(seen.locks[c.regionalSnapshot]) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// lockSettle is how long after its source was marked as being deleted a copy may still be
+// locked: by a tracker whose view of the source, read before the mark, is at most a cache TTL
+// old when its Progress call begins, and whose call lasts at most its deadline. A tracker that
+// reads the mark locks nothing (decideVaultSteps).
+const lockSettle = ebs.DefaultCacheTTL + ec2api.ItemActionCallTimeout
+
+// lockMayStart is until when a copy asked to be locked and not locked may still be locked by a
+// tracker, and what it is (zero when none may): lockSettle after the source's mark.
+func (seen deletionSeen) lockMayStart(copies []foundSnapshot) (time.Time, string) {
+	markedAt := seen.markTime()
+	unlocked := seen.unlockedAskingLock(copies)
+	if markedAt.IsZero() || len(unlocked) == 0 {
+		return time.Time{}, ""
+	}
+	what := make([]string, 0, len(unlocked))
+	for _, c := range unlocked {
+		what = append(what, "the lock of copy "+c.id+" in "+c.region)
+	}
+	return markedAt.Add(lockSettle), strings.Join(what, " and ")
+}
+
+// markTime is when the source was marked as being deleted: by this deletion, or by an earlier
+// one as its mark says; zero when it is not marked.
+func (seen deletionSeen) markTime() time.Time {
+	markedAt, err := time.Parse(time.RFC3339, model.TagValue(seen.source.Tags, model.TagDeletionRequestedAt))
+	if err != nil || !seen.markedAt.IsZero() && seen.markedAt.Before(markedAt) {
+		markedAt = seen.markedAt
+	}
+	return markedAt
 }
 
 // copyRequestSpread is how long after the time a copy-requested mark names its CopySnapshot
@@ -319,10 +370,7 @@ const copyRequestSpread = time.Second + ebs.FillBudget
 // within its listing lag.
 func (seen deletionSeen) copyMayStart(copies []foundSnapshot, lag time.Duration) (time.Time, string) {
 	src := seen.source
-	markedAt, err := time.Parse(time.RFC3339, model.TagValue(src.Tags, model.TagDeletionRequestedAt))
-	if err != nil || !seen.markedAt.IsZero() && seen.markedAt.Before(markedAt) {
-		markedAt = seen.markedAt
-	}
+	markedAt := seen.markTime()
 	if markedAt.IsZero() {
 		return time.Time{}, ""
 	}

@@ -341,3 +341,40 @@ func TestWhenTheReturnedMarkIsWritten(t *testing.T) {
 		})
 	}
 }
+
+// When a vault copy is locked: as soon as EC2 lists it in the vault account, while the
+// reconcile's time lasts, and never once its backup is being deleted.
+func TestWhenAVaultCopyIsLocked(t *testing.T) {
+	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
+	lockAsked := []string{model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region, model.TagVaultLock, "governance:1"}
+	tests := []struct {
+		name     string
+		srcTags  []string
+		owner    string
+		locked   bool
+		wantLock bool
+		wantDesc string
+	}{
+		{name: "listed in the vault account: locked", owner: vault.Account, wantLock: true},
+		{name: "not listed in the vault account yet: waits", owner: "111111111111", wantDesc: "waiting for EC2 to list it in the vault account"},
+		{name: "already locked: says so", owner: vault.Account, locked: true, wantDesc: "locked (governance, 1 days)"},
+		{name: "its backup is being deleted: not locked, the deletion deletes it", owner: vault.Account,
+			srcTags: []string{model.TagDeletionRequestedAt, "2026-11-30T03:00:00Z"}, wantDesc: "not locked: its backup is being deleted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(append(slices.Clone(lockAsked), tt.srcTags...)...))
+			cp := mockec2.CopyOfSnap("snap-v0000001", src, types.SnapshotStatePending)
+			cp.OwnerId = aws.String(tt.owner)
+			v := newBackupView(ebs.Place{}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			v.locks = map[string]types.LockState{}
+			if tt.locked {
+				v.locks["snap-v0000001"] = types.LockStateGovernance
+			}
+			d := decideVaultSteps(v, &src, vault, &cp)
+			if (d.lock != nil) != tt.wantLock || !strings.Contains(d.phase.desc, tt.wantDesc) {
+				t.Errorf("decideVaultSteps: lock %v, %q; want lock %v, %q", d.lock, d.phase.desc, tt.wantLock, tt.wantDesc)
+			}
+		})
+	}
+}

@@ -58,6 +58,10 @@ func decideVaultSteps(v *backupView, src *types.Snapshot, tg model.Target, cp *t
 		case v.fillTimeLeft() <= 0:
 			d.phase.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting to lock it: %s", cpID, tg, progressText(cp.Progress), budgetSpent)
 			return d
+		case model.TagValue(src.Tags, model.TagDeletionRequestedAt) != "":
+			// Its backup is being deleted: the deletion, which read it unlocked, deletes it.
+			d.phase.desc = fmt.Sprintf("vault copy %s in %s: %s; not locked: its backup is being deleted", cpID, tg, progressText(cp.Progress))
+			return d
 		default:
 			d.lock = &l
 			return d
