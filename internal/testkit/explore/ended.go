@@ -129,12 +129,12 @@ func (w *world) checkLive(op *operation, completed bool, desc, perr string) {
 	if completed && perr == "" || op.evidenceAt.IsZero() || len(w.faults) > 0 || w.kube != nil || len(w.down) > 0 || w.clk.Since(op.evidenceAt) < w.evidenceSettle() {
 		return
 	}
+	if !w.evidenceComplete(op, w.everything()) {
+		return // no longer complete since the last check: a deletion within this step
+	}
 	if completed {
 		w.violate(catNotCompleted, "%s's snapshot and copies have been complete for %s, and it failed: %s", op.pv, w.clk.Since(op.evidenceAt), perr)
 		return
-	}
-	if !w.evidenceComplete(op, w.everything()) {
-		return // no longer complete since the last check: a deletion within this step
 	}
 	w.violate(catNotCompleted, "%s's snapshot and copies have been complete for %s, and it still reports %q", op.pv, w.clk.Since(op.evidenceAt), desc)
 }
