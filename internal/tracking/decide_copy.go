@@ -119,7 +119,13 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill
 	case f.vault.wrong != "":
 		return copyDecision{fail: f.vault.wrong}
 	case f.vault.wait != "":
-		return wait("%s", f.vault.wait)
+		// Nothing is done to the vault copy before its account is confirmed, but what EC2 lists
+		// of it still counts, so that a transient STS error takes no progress back.
+		d := wait("%s", f.vault.wait)
+		if cp := v.copyOf(tg, srcID); cp != nil && cp.State != types.SnapshotStateError {
+			d.phase.units = decideVaultSteps(v, src, tg, cp).phase.units
+		}
+		return d
 	}
 	cp := v.copyOf(tg, srcID)
 	switch {

@@ -1,6 +1,7 @@
 package tracking
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -374,6 +375,38 @@ func TestWhenAVaultCopyIsLocked(t *testing.T) {
 			d := decideVaultSteps(v, &src, vault, &cp)
 			if (d.lock != nil) != tt.wantLock || !strings.Contains(d.phase.desc, tt.wantDesc) {
 				t.Errorf("decideVaultSteps: lock %v, %q; want lock %v, %q", d.lock, d.phase.desc, tt.wantLock, tt.wantDesc)
+			}
+		})
+	}
+}
+
+// What a vault copy's phase reports while STS has not confirmed the vault credentials' account:
+// nothing is done to the copy, but what EC2 lists of it counts, so the progress never goes back.
+func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
+	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
+	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted,
+		mockec2.WithTags(model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region))
+	tests := []struct {
+		name      string
+		copyState types.SnapshotState // "" for no copy listed
+		wantUnits int64
+	}{
+		{name: "no vault copy listed: nothing counted", wantUnits: 0},
+		{name: "a vault copy 40% made counts its share", copyState: types.SnapshotStatePending, wantUnits: 40 * vaultCopyUnits / 100},
+		{name: "a vault copy in error counts nothing", copyState: types.SnapshotStateError, wantUnits: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newBackupView(ebs.Place{Vault: func(context.Context, string) (ec2api.EC2, error) { return nil, nil }}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			v.copies = map[model.Target]map[string][]types.Snapshot{vault: {}}
+			if tt.copyState != "" {
+				cp := mockec2.CopyOfSnap("snap-v0000001", src, tt.copyState)
+				cp.OwnerId, cp.Progress = aws.String(vault.Account), aws.String("40%")
+				v.copies[vault]["snap-0000000a"] = []types.Snapshot{cp}
+			}
+			d := decideCopyPhase(v, &src, vault, fill{vault: vaultCheck{wait: "waiting to confirm the account"}}, mockec2.T0, 30*time.Second, 20)
+			if d.phase.units != tt.wantUnits || d.phase.done || d.vaultCopy != nil || d.fail != "" {
+				t.Errorf("decideCopyPhase = %+v; want %d units, waiting, nothing done", d, tt.wantUnits)
 			}
 		})
 	}
