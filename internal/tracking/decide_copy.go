@@ -117,7 +117,8 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill
 	}
 	switch {
 	case f.vault.wrong != "":
-		return copyDecision{fail: f.vault.wrong}
+		// Marked copy-failed like a refused copy: no process shares or copies this source again.
+		return copyDecision{fail: f.vault.wrong, mark: true}
 	case f.vault.wait != "":
 		// Nothing is done to the vault copy before its account is confirmed, but what EC2 lists
 		// of it still counts, so that a transient STS error takes no progress back.
