@@ -208,10 +208,11 @@ func restoreSource(seen restoreSeen, snapshotID, here string) (*types.Snapshot, 
 }
 
 // decideCreate decides the CreateVolume requests of in, given those sent so far: the first
-// answer ends the restore; a lost one is looked up by its token, then the same request is sent
-// again after restoreLookUpWait until the patience, counted from the first request of that
-// token, runs out; a refused rate ends the restore, or, with the fallback, starts a round
-// without the rate.
+// answer ends the restore; a lost or throttled one is looked up by its token, then sent again,
+// the same request, after restoreLookUpWait until the patience, counted from the first request
+// of that token, runs out; a refused rate ends the restore, or, with the
+// fallback, starts a round without the rate. Once a request of the round may have taken
+// effect, the restore's error names the tag of the volume that may appear.
 func decideCreate(sent []createSent, in *ec2.CreateVolumeInput, session string, pol restorePolicy, volumeTags map[string]string, now time.Time) restorePlan {
 	var warnings []restoreWarning
 	snap, az := aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone)
@@ -241,17 +242,36 @@ func decideCreate(sent []createSent, in *ec2.CreateVolumeInput, session string, 
 		return restorePlan{volumeID: last.volumeID, zone: az}
 	case last.listed != "":
 		return restorePlan{volumeID: last.listed, zone: az}
-	case !ec2api.IsAmbiguous(last.err):
-		return restorePlan{err: fmt.Errorf("creating a volume from snapshot %s in %s: %w", snap, az, last.err)}
-	case !last.lookedUp:
+	case mayHaveMade(last.err) && !last.lookedUp:
 		warnings = append(warnings, restoreWarning{msg: "CreateVolume may have taken effect; looking for the volume by its token", err: last.err})
 		return restorePlan{warnings: warnings, next: []restoreAction{{step: lookUpToken, in: last.in}}}
+	case !mayHaveMade(last.err):
+		return restorePlan{err: createFailed(in, round, "", last.err)}
 	case now.After(round[0].at.Add(pol.patience)):
-		token := aws.ToString(in.ClientToken)
-		return restorePlan{err: fmt.Errorf("creating a volume from snapshot %s in %s: no answer from EC2 for %s, and no volume tagged %s=%s listed; "+
-			"a volume may still appear with that tag: %w", snap, az, pol.patience, model.TagRestoreToken, token, last.err)}
+		return restorePlan{err: createFailed(in, round, fmt.Sprintf("no volume from EC2 within %s, every answer lost or throttled", pol.patience), last.err)}
 	}
 	return restorePlan{next: []restoreAction{{step: waitRound, wait: restoreLookUpWait}, {step: sendCreate, in: in}}}
+}
+
+// createFailed is the error ending a restore whose CreateVolume requests of in's token, round,
+// got no volume: why (or EC2's refusal, err) and, when one of them may have taken effect, the
+// tag by which the volume it made may still appear.
+func createFailed(in *ec2.CreateVolumeInput, round []createSent, why string, err error) error {
+	msg := fmt.Sprintf("creating a volume from snapshot %s in %s", aws.ToString(in.SnapshotId), aws.ToString(in.AvailabilityZone))
+	if why != "" {
+		msg += ": " + why
+	}
+	if slices.ContainsFunc(round, func(s createSent) bool { return mayHaveMade(s.err) }) {
+		msg += fmt.Sprintf(", and no volume tagged %s=%s listed; a volume may still appear with that tag", model.TagRestoreToken, aws.ToString(in.ClientToken))
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// mayHaveMade reports whether a CreateVolume that failed with err may have made its volume: its
+// answer was lost, or it was throttled, which the SDK answers after its retries, and one of
+// those attempts may have had its answer lost.
+func mayHaveMade(err error) bool {
+	return ec2api.IsAmbiguous(err) || ec2api.IsThrottle(err)
 }
 
 // sentWith returns the requests of sent that carry in's token.

@@ -2,6 +2,7 @@ package restoring
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,15 @@ func TestDecideRestore(t *testing.T) {
 		}
 		return s
 	}
+	// thenSent is s with its request sent again, answered with err and looked up.
+	thenSent := func(s restoreSeen, err error) restoreSeen {
+		again := s.sent[0]
+		again.at, again.err = again.at.Add(restoreLookUpWait), err
+		s.sent = append(slices.Clone(s.sent), again)
+		return s
+	}
 	refused := mockec2.HTTPErr(400, "InvalidParameterValue")
+	throttled := mockec2.HTTPErr(503, "RequestLimitExceeded")
 	tests := []struct {
 		name string
 		seen restoreSeen
@@ -56,6 +65,8 @@ func TestDecideRestore(t *testing.T) {
 		wantSteps  []restoreStep
 		wantVolume string
 		wantErr    []string
+		// wantNoErr is what the error must not say.
+		wantNoErr string
 		// wantIn checks the CreateVolume asked for; wantWarn what the restore warns.
 		wantIn   func(t *testing.T, in *ec2.CreateVolumeInput)
 		wantWarn string
@@ -119,7 +130,24 @@ func TestDecideRestore(t *testing.T) {
 				wantField(t, "ClientToken", aws.ToString(in.ClientToken), aws.ToString(first.ClientToken))
 			}},
 		{name: "no answer for the whole patience fails naming the tag of the volume that may appear", seen: sentOnce(east, mockec2.NetErr(), true, ""), req: req, pol: east,
-			now: mockec2.T0.Add(time.Minute + time.Second), wantErr: []string{"no answer from EC2 for 1m0s", model.TagRestoreToken, "a volume may still appear"}},
+			now: mockec2.T0.Add(time.Minute + time.Second), wantErr: []string{"no volume from EC2 within 1m0s", model.TagRestoreToken, "a volume may still appear"}},
+		{name: "a throttled CreateVolume looks the volume up by its token (an attempt the SDK retried may have made it)", seen: sentOnce(east, throttled, false, ""), req: req, pol: east,
+			wantSteps: []restoreStep{lookUpToken}, wantWarn: "looking for the volume by its token"},
+		{name: "a throttled CreateVolume whose volume is not listed is sent again, the same request", seen: sentOnce(east, throttled, true, ""), req: req, pol: east,
+			wantSteps: []restoreStep{waitRound, sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
+				first := decideRestore(read, req, east, mockec2.T0).next[0].in
+				wantField(t, "ClientToken", aws.ToString(in.ClientToken), aws.ToString(first.ClientToken))
+			}},
+		{name: "throttling for the whole patience fails saying so, naming the tag of a volume that may appear", seen: sentOnce(east, throttled, true, ""), req: req, pol: east,
+			now: mockec2.T0.Add(time.Minute + time.Second), wantErr: []string{"no volume from EC2 within 1m0s", "RequestLimitExceeded", model.TagRestoreToken}},
+		{name: "a refusal fails with EC2's error and no volume to look for", seen: sentOnce(east, mockec2.HTTPErr(403, "UnauthorizedOperation"), false, ""), req: req, pol: east,
+			wantErr: []string{"UnauthorizedOperation"}, wantNoErr: model.TagRestoreToken},
+		{name: "a lost answer, then throttling for the whole patience, fails naming the tag of the volume that may appear",
+			seen: thenSent(sentOnce(east, mockec2.NetErr(), true, ""), throttled), req: req, pol: east,
+			now: mockec2.T0.Add(time.Minute + time.Second), wantErr: []string{"RequestLimitExceeded", model.TagRestoreToken, "a volume may still appear"}},
+		{name: "a lost answer, then a refusal, fails naming the tag of the volume that may appear",
+			seen: thenSent(sentOnce(east, mockec2.NetErr(), true, ""), mockec2.HTTPErr(403, "UnauthorizedOperation")), req: req, pol: east,
+			wantErr: []string{"UnauthorizedOperation", model.TagRestoreToken, "a volume may still appear"}},
 		{name: "a refusal of the request fails the restore with EC2's error", seen: sentOnce(east, refused, false, ""), req: req, pol: east,
 			wantErr: []string{"creating a volume from snapshot snap-0000000a in us-east-1b", "InvalidParameterValue"}},
 		{name: "a rate EC2 refuses without the fallback fails naming the rate, its value and the fallback's key", seen: sentOnce(withRate, refused, false, ""), req: req, pol: withRate,
@@ -132,8 +160,10 @@ func TestDecideRestore(t *testing.T) {
 					t.Errorf("the request without the rate has the refused request's token %s, want its own", aws.ToString(in.ClientToken))
 				}
 			}},
-		{name: "throttling is no refusal of the rate", seen: sentOnce(withFallback, mockec2.HTTPErr(503, "RequestLimitExceeded"), false, ""), req: req, pol: withFallback,
-			wantErr: []string{"RequestLimitExceeded"}},
+		{name: "throttling is no refusal of the rate", seen: sentOnce(withFallback, throttled, true, ""), req: req, pol: withFallback,
+			wantSteps: []restoreStep{waitRound, sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
+				wantField(t, "VolumeInitializationRate", aws.ToInt32(in.VolumeInitializationRate), int32(300))
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +173,9 @@ func TestDecideRestore(t *testing.T) {
 			}
 			plan := decideRestore(tt.seen, tt.req, tt.pol, now)
 			mockec2.WantErr(t, plan.err, tt.wantErr...)
+			if tt.wantNoErr != "" && plan.err != nil && strings.Contains(plan.err.Error(), tt.wantNoErr) {
+				t.Errorf("error %q says %q", plan.err, tt.wantNoErr)
+			}
 			var steps []restoreStep
 			for _, a := range plan.next {
 				steps = append(steps, a.step)

@@ -182,8 +182,6 @@ func TestCreateVolumeRateRefused(t *testing.T) {
 			wantErr: []string{"snap-0000000a", `"volumeInitializationRate"`, `"300"`, "EC2 says InvalidParameterValue", `"volumeInitializationFallback"`}},
 		{name: "fallback refused too", fallback: true, answers: []error{refused, mockec2.HTTPErr(400, "InvalidParameterCombination")}, wantRates: []int32{300, 0},
 			wantErr: []string{"InvalidParameterCombination"}, wantWarn: []string{"EC2 says InvalidParameterValue"}},
-		{name: "throttling is no refusal of the rate", fallback: true, answers: []error{mockec2.HTTPErr(503, "RequestLimitExceeded")}, wantRates: []int32{300},
-			wantErr: []string{"RequestLimitExceeded"}},
 		{name: "a credentials failure is no refusal of the rate", fallback: true, answers: []error{&ec2api.CredentialsError{Err: mockec2.APIErr("InvalidParameterValue")}},
 			wantRates: []int32{300}, wantErr: []string{"obtaining AWS credentials"}},
 		{name: "another refusal is no refusal of the rate", fallback: true, answers: []error{mockec2.HTTPErr(400, "InvalidSnapshot.NotFound")}, wantRates: []int32{300},
@@ -384,21 +382,27 @@ func TestCreateVolumeFromSnapshotClusterTags(t *testing.T) {
 	}
 }
 
-// A restore whose CreateVolume answers are lost returns the volume EC2 made, found by its
-// token's tag, and sends every request with one token, so EC2 makes one volume.
+// A restore whose CreateVolume answers are lost or throttled returns the volume EC2 made, found
+// by its token's tag or in EC2's answer, and sends every request with one token, so EC2 makes
+// one volume.
 func TestCreateVolumeFromSnapshotAnswersLost(t *testing.T) {
+	throttled := mockec2.HTTPErr(503, "RequestLimitExceeded")
 	tests := []struct {
 		name    string
-		lost    int // CreateVolume calls whose answer is lost before one is answered
-		listed  int // look-ups before the volume is listed (-1: never)
+		lost    int   // CreateVolume calls whose answer is lost before one is answered
+		then    error // when set, the answer of the calls after the first lost one
+		listed  int   // look-ups before the volume is listed (-1: never)
 		want    string
 		wantErr []string
 	}{
+		{name: "throttled twice, then answered", lost: 3, then: throttled, listed: -1, want: "vol-0000000e"},
+		{name: "answer lost, then throttled for the whole patience", lost: 1000, then: throttled, listed: -1,
+			wantErr: []string{"snap-0000000a", "RequestLimitExceeded", model.TagRestoreToken, "a volume may still appear"}},
 		{name: "answer lost, volume listed", lost: 1, listed: 0, want: "vol-0000000e"},
 		{name: "every answer lost, volume listed late", lost: 1000, listed: 3, want: "vol-0000000e"},
 		{name: "answer lost, volume not listed yet, next request answered", lost: 2, listed: -1, want: "vol-0000000e"},
 		{name: "no answer and nothing listed for the whole patience", lost: 1000, listed: -1,
-			wantErr: []string{"snap-0000000a", "no answer from EC2", model.TagRestoreToken}},
+			wantErr: []string{"snap-0000000a", "no volume from EC2", model.TagRestoreToken}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -411,6 +415,9 @@ func TestCreateVolumeFromSnapshotAnswersLost(t *testing.T) {
 				func(_ context.Context, in *ec2.CreateVolumeInput, _ ...func(*ec2.Options)) (*ec2.CreateVolumeOutput, error) {
 					tokens = append(tokens, aws.ToString(in.ClientToken))
 					if len(tokens) <= tt.lost {
+						if tt.then != nil && len(tokens) > 1 {
+							return nil, tt.then
+						}
 						return nil, mockec2.NetErr()
 					}
 					return &ec2.CreateVolumeOutput{VolumeId: aws.String("vol-0000000e")}, nil

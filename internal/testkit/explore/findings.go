@@ -37,6 +37,7 @@ var findings = []finding{
 	{"progress: a transient error takes an open operation's progress back (to 0 of 0, as documented, only while nothing of EC2 can be read)", catProgressBack, true},
 	{"lost handoff: a snapshot whose CreateSnapshot failed is left when its operation ends without deleting it (timed out, or the backup deleted while it was open) and it, or every snapshot Velero recorded, lacks the backup's UID: the deletion finds failed snapshots by the recorded snapshots' UID", catUIDLessLeaked, false},
 	{"deletion race: a copy a reconcile sends while the deletion's mark is on its way is listed just after the deletion stops waiting for it, and is left", catCopyLeaked, true},
+	{"restore: a restore whose CreateVolume answer was lost gives up on throttling with an error that does not name the volume it made, and the volume is left", catRestoreLeaked, true},
 	{"new: a vault copy requested one listing lag ago, not listed when a reconcile described it, is copied again after a slow STS answer in the same reconcile", catDuplicateAfterSlow, true},
 }
 

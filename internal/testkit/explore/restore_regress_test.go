@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,8 @@ import (
 // The restore actor's cases, on steps named in full: each keeps every promise. The first is the
 // finding of the promise that a transient error never makes an open restore operation's
 // progress go back; the second the window in which a restore must send the same ClientToken
-// again.
+// again; the third the finding of a restore giving up on throttling after a lost answer, with an
+// error that did not name the volume it made.
 func TestRestoreScenariosKeepEveryPromise(t *testing.T) {
 	throttled := faults{{action: "DescribeVolumeStatus", effect: faultThrottle, every: 1}}
 	tests := []struct {
@@ -37,6 +39,23 @@ func TestRestoreScenariosKeepEveryPromise(t *testing.T) {
 				w.runAll()
 				w.pollUntilEnded()
 				w.restoreScripted(0, sourceRegion, restoreScript{lostEvery: 1})
+				if c := w.restores[0]; c.volumeID == "" {
+					t.Errorf("the restore returned %s, not the volume it made", c.err)
+				}
+			},
+		},
+		{
+			name:  "a restore whose first CreateVolume answer is lost, then every request throttled, returns the volume it made, found by its token",
+			setup: onePV(setup{listingLag: 40 * time.Second, timeout: dayTimeout, seed: 53}),
+			steps: func(t *testing.T, w *world) {
+				w.runAll()
+				w.pollUntilEnded()
+				w.faults = faults{
+					{action: "CreateVolume", effect: faultLoseAnswer, every: math.MaxInt},
+					{action: "CreateVolume", effect: faultThrottle, every: 1},
+				}
+				w.restore(0, sourceRegion)
+				w.faults = nil
 				if c := w.restores[0]; c.volumeID == "" {
 					t.Errorf("the restore returned %s, not the volume it made", c.err)
 				}
