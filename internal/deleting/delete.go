@@ -299,9 +299,9 @@ func (s *Deleter) unreturnedOfBackup(ctx context.Context, region string, src *ty
 
 // markDeleting marks the source as being deleted, so that no tracker starts a copy of it
 // afterwards (a tracker reads its sources again after marking them for copies). A source EC2
-// no longer knows needs no mark; one EC2 refuses to tag is deleted all the same, after the
-// wait for a copy asked for just before; a mark whose outcome is unknown fails the deletion
-// before anything is deleted.
+// no longer knows needs no mark. A mark EC2 refuses, or whose outcome is unknown, fails the
+// deletion before anything is deleted: without it a copy may start after the deletion read
+// EC2, and be left.
 func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) error {
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
@@ -315,10 +315,10 @@ func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) err
 	case err == nil || ec2api.IsNotFound(err):
 		return nil
 	case ec2api.IsTransient(err):
-		return fmt.Errorf("marking snapshot %s as being deleted: %w; nothing deleted", source, err)
+		return fmt.Errorf("marking snapshot %s as being deleted: %w; nothing deleted, delete the backup again", source, err)
 	}
-	s.Log.WithError(err).Warnf("Could not mark snapshot %s as being deleted; a copy started after this deletion read its marks may be left", source)
-	return nil
+	return fmt.Errorf("marking snapshot %s as being deleted, so that no copy of it starts meanwhile: %w; nothing deleted: "+
+		"allow the location's credentials ec2:CreateTags on the backup's snapshots (the README's IAM policy), then delete the backup again", source, err)
 }
 
 // probeUnlisted marks a recorded snapshot EC2 lists nowhere as being deleted, in each region

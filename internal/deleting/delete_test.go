@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/golang/mock/gomock"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
@@ -151,11 +152,13 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 		state     types.SnapshotState
 		vault     bool
 		requested bool // the tracker marks a copy as requested between the deletion's two reads
+		refused   bool // IAM refuses the deletion's mark
 	}{
 		{name: "no copy asked for: the source alone is deleted", state: types.SnapshotStateCompleted},
 		{name: "a copy asked for just before, listed late: waited for and deleted", state: types.SnapshotStateCompleted, requested: true},
 		{name: "a vault copy asked for just before, listed late: waited for and deleted", state: types.SnapshotStateCompleted, vault: true, requested: true},
 		{name: "a pending source is marked, so that no copy starts once it completes", state: types.SnapshotStatePending},
+		{name: "a mark IAM refuses: nothing deleted, the error names the permission", state: types.SnapshotStatePending, refused: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,6 +171,9 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 			}
 			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, tt.state, intent)
 			f.Src().Add(src)
+			if tt.refused {
+				f.Src().M.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).Return(nil, mockec2.HTTPErr(403, "UnauthorizedOperation"))
+			}
 			for _, r := range f.Regions {
 				r.ServeDescribe()
 				r.ServeDelete()
@@ -191,6 +197,13 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 			err, ok := mockec2.OnClock(f, time.Hour, func(ctx context.Context) error { return s.DeleteSnapshot(ctx, "snap-0000000a") })
 			if !ok {
 				t.Fatal("DeleteSnapshot did not return")
+			}
+			if tt.refused {
+				mockec2.WantErr(t, err, "UnauthorizedOperation", "nothing deleted", "ec2:CreateTags")
+				if len(f.Src().Deleted)+len(f.Dst().Deleted) > 0 {
+					t.Errorf("deleted %v and %v, want nothing", f.Src().Deleted, f.Dst().Deleted)
+				}
+				return
 			}
 			mockec2.WantErr(t, err)
 			if len(f.Src().Tagged) != 1 || f.Src().Tagged[0] != "snap-0000000a "+model.TagDeletionRequestedAt {
