@@ -128,12 +128,12 @@ type Deletion struct {
 // Exit statuses, as check's.
 const (
 	// ExitOK: nothing to report.
-	ExitOK = 0
+	ExitOK = cli.ExitOK
 	// ExitFindings: a backup is not DR-ready, a recovery point is older than its schedule's
 	// interval, or orphans were found.
 	ExitFindings = 1
 	// ExitError: the audit could not run, or could not read everything it needs.
-	ExitError = 2
+	ExitError = cli.ExitError
 )
 
 // Findings reports whether the report holds anything a user must act on.
@@ -166,9 +166,6 @@ func (r Report) Exit() int {
 	}
 	return ExitOK
 }
-
-// WriteJSON writes the report as JSON.
-func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
 
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {

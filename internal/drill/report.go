@@ -48,6 +48,14 @@ type VolumeResult struct {
 // initialized when waited for) and deleted, and none was unrestorable.
 func (r Report) Passed() bool { return len(r.Problems) == 0 && len(r.Unrestorable) == 0 }
 
+// Exit is the drill's exit status.
+func (r Report) Exit() int {
+	if !r.Passed() {
+		return ExitFailed
+	}
+	return ExitPassed
+}
+
 // Summary is the one line --record writes on the Backup and audit shows.
 func (r Report) Summary() string {
 	verdict := "passed"
@@ -67,9 +75,6 @@ func (r Report) Summary() string {
 	}
 	return s
 }
-
-// WriteJSON writes the report as JSON.
-func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
 
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
