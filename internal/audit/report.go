@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
@@ -169,8 +168,8 @@ func (r Report) Exit() int {
 
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "Install %s, audited %s\n", orNone(r.Install, "unknown"), r.Now.UTC().Format(time.RFC3339))
+	tw := cli.Table(w)
+	fmt.Fprintf(tw, "Install %s, audited %s\n", cli.OrNone(r.Install, "unknown"), r.Now.UTC().Format(time.RFC3339))
 	fmt.Fprintf(tw, "\nBackups (%d)\n", len(r.Backups))
 	for _, b := range r.Backups {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Phase, readiness(b, r.Now), gib(b.Bytes))
@@ -274,7 +273,7 @@ func placeText(p PlaceCount) string {
 		}
 	}
 	if p.LocksAsked > 0 || p.Locked > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, orNone(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, cli.OrNone(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -305,10 +304,3 @@ func age(d time.Duration) string {
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/float64(1<<30)) }
-
-func orNone(s, none string) string {
-	if s == "" {
-		return none
-	}
-	return s
-}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"text/tabwriter"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -176,6 +177,18 @@ func WriteJSON(w io.Writer, report any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(report)
+}
+
+// Table is the writer a command's text report aligns its tab-separated columns with; Flush
+// writes them.
+func Table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// OrNone is s, or none when s is empty, for a report's text.
+func OrNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 // Seconds is a duration in a command's report, which JSON writes as a number of seconds (to the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
@@ -78,10 +77,10 @@ func (r Report) Summary() string {
 
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := cli.Table(w)
 	fmt.Fprintf(tw, "Drill of backup %s in %s (location %s)\n", r.Backup, r.Region, r.Location)
 	for _, v := range r.Volumes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, orDash(v.VolumeID), v.SizeGiB,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, cli.OrNone(v.VolumeID, "-"), v.SizeGiB,
 			dur(v.ToAvailable.Duration()), dur(v.ToInitialized.Duration()), deleted(v))
 	}
 	for _, s := range r.Unrestorable {
@@ -118,11 +117,4 @@ func dur(d time.Duration) string {
 		return "-"
 	}
 	return d.Round(time.Second).String()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
