@@ -6,9 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,17 +221,9 @@ func (w *world) taggedForeignSnapshot(install, backup string) {
 	if install != "" {
 		tags[model.TagInstall] = install
 	}
-	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
-		VolumeId:          aws.String(w.otherVols[0]),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
-	})
-	if err != nil {
-		w.logf("other install: CreateSnapshot refused: %v", err)
-		return
+	if id := w.otherSnapshot(tags); id != "" {
+		w.logf("other install: snapshot %s, backup %s, install %s", id, backup, orNone(install))
 	}
-	id := aws.ToString(out.SnapshotId)
-	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags}
-	w.logf("other install: snapshot %s, backup %s, install %s", id, backup, orNone(install))
 }
 
 // allVolumes lists the volumes of every account and region, by ID.
