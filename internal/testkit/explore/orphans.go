@@ -9,7 +9,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +19,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 )
 
 // The audit's orphan deletion (velero-plugin-for-aws-async audit --delete-orphans --confirm) as
@@ -297,13 +297,8 @@ type cluster struct {
 	resolver *location.Resolver
 }
 
-// clusterScheme holds the kinds the cluster serves.
-var clusterScheme = sync.OnceValue(func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = velerov1.AddToScheme(s)
-	_ = corev1.AddToScheme(s)
-	return s
-})
+// clusterScheme holds the kinds the cluster serves, made once.
+var clusterScheme = sync.OnceValue(kubeapi.Scheme)
 
 // cluster is the cluster as it stands: its identity, the locations, the storage location
 // (Available when bslAvailable), the credentials Secret, and the backup unless deleted.
