@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -169,7 +170,7 @@ func (r Report) Exit() int {
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
 	tw := cli.Table(w)
-	fmt.Fprintf(tw, "Install %s, audited %s\n", cli.OrNone(r.Install, "unknown"), r.Now.UTC().Format(time.RFC3339))
+	fmt.Fprintf(tw, "Install %s, audited %s\n", cmp.Or(r.Install, "unknown"), r.Now.UTC().Format(time.RFC3339))
 	fmt.Fprintf(tw, "\nBackups (%d)\n", len(r.Backups))
 	for _, b := range r.Backups {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Phase, readiness(b, r.Now), gib(b.Bytes))
@@ -273,7 +274,7 @@ func placeText(p PlaceCount) string {
 		}
 	}
 	if p.LocksAsked > 0 || p.Locked > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, cli.OrNone(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, cmp.Or(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -183,14 +183,6 @@ func WriteJSON(w io.Writer, report any) error {
 // writes them.
 func Table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
-// OrNone is s, or none when s is empty, for a report's text.
-func OrNone(s, none string) string {
-	if s == "" {
-		return none
-	}
-	return s
-}
-
 // Seconds is a duration in a command's report, which JSON writes as a number of seconds (to the
 // millisecond), for alerts to compare; its field names say "Seconds".
 type Seconds time.Duration

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -80,7 +81,7 @@ func (r Report) WriteText(w io.Writer) error {
 	tw := cli.Table(w)
 	fmt.Fprintf(tw, "Drill of backup %s in %s (location %s)\n", r.Backup, r.Region, r.Location)
 	for _, v := range r.Volumes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, cli.OrNone(v.VolumeID, "-"), v.SizeGiB,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, cmp.Or(v.VolumeID, "-"), v.SizeGiB,
 			dur(v.ToAvailable.Duration()), dur(v.ToInitialized.Duration()), deleted(v))
 	}
 	for _, s := range r.Unrestorable {
