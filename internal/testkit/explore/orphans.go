@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -243,7 +244,7 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 	case foreign:
 		return "another install's or tool's"
 	case install != ourInstall:
-		return "install " + orNone(install) + "'s, not this one's"
+		return "install " + cmp.Or(install, noInstall) + "'s, not this one's"
 	case lockedNow(s):
 		return "locked (" + s.LockState + ")"
 	case w.retained[s.ID] || s.Tags[model.TagVaultRetainOnDelete] == "true" && s.Tags[model.TagSourceAccount] != "":
@@ -258,12 +259,8 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 	return ""
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(none: an earlier release)"
-	}
-	return s
-}
+// noInstall stands for the install tag an earlier release did not write.
+const noInstall = "(none: an earlier release)"
 
 // taggedForeignSnapshot is another install (install "": an earlier release, which did not tag
 // its install) snapshotting its own volume for its backup named backup, with this plugin's tags.
@@ -273,7 +270,7 @@ func (w *world) taggedForeignSnapshot(install, backup string) {
 		tags[model.TagInstall] = install
 	}
 	if id := w.otherSnapshot(tags); id != "" {
-		w.logf("other install: snapshot %s, backup %s, install %s", id, backup, orNone(install))
+		w.logf("other install: snapshot %s, backup %s, install %s", id, backup, cmp.Or(install, noInstall))
 	}
 }
 
