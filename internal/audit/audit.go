@@ -17,6 +17,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -30,18 +31,15 @@ import (
 // Command is the subcommand's name: the first argument of the plugin binary.
 const Command = "audit"
 
-// userAgent is the audit's Kubernetes client's.
-const userAgent = "velero-plugin-for-aws-async-audit"
-
 // Main runs `velero-plugin-for-aws-async audit` with args (those after "audit") and returns the
 // exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := cli.New(Command, fmt.Sprintf("Usage: velero-plugin-for-aws-async audit [flags]\n\n"+
+	cmd := cli.New(Command, "[flags]", fmt.Sprintf(
 		"Says, for each backup of this plugin's VolumeSnapshotLocations, what is restorable where and since\n"+
-		"when; for each schedule, how old the newest restorable backup is in each recovery place; and which\n"+
-		"snapshots of this install no backup needs, with what they cost. It changes nothing unless\n"+
-		"--delete-orphans --confirm is given. Exit status: %d nothing to report, %d findings, %d the audit\n"+
-		"could not read everything.\n\n", ExitOK, ExitFindings, ExitError), stderr)
+			"when; for each schedule, how old the newest restorable backup is in each recovery place; and which\n"+
+			"snapshots of this install no backup needs, with what they cost. It changes nothing unless\n"+
+			"--delete-orphans --confirm is given. Exit status: %d nothing to report, %d findings, %d the audit\n"+
+			"could not read everything.", ExitOK, ExitFindings, ExitError), stderr)
 	fs := cmd.Flags
 	def := DefaultOptions()
 	only := fs.String("location", "", "audit only this VolumeSnapshotLocation (default: every one of provider "+location.DefaultProvider+")")
@@ -51,37 +49,26 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	archive := fs.Float64("price-archive", DefaultArchivePrice, "snapshot storage price, USD per GiB-month, archive tier")
 	grace := fs.Duration("orphan-grace", def.OrphanGrace, "a snapshot younger than this is never an orphan")
 	slack := fs.Duration("recovery-slack", def.RecoverySlack, "how much older than its schedule's interval a recovery point may be")
-	if err := cmd.Parse(args); err != nil {
-		if cli.IsHelp(err) {
-			return ExitOK
+	invalid := func() error {
+		if *confirm && !*deleteOrphans {
+			return errors.New("--confirm confirms --delete-orphans, which is not given")
 		}
-		return ExitError
+		return nil
 	}
-	if *confirm && !*deleteOrphans {
-		cmd.Errorf("--confirm confirms --delete-orphans, which is not given")
-		return ExitError
-	}
-	opts := Options{Prices: map[string]float64{TierStandard: *standard, TierArchive: *archive}, OrphanGrace: *grace, RecoverySlack: *slack}
-	session, err := cmd.Open(userAgent)
-	if err != nil {
-		return ExitError
-	}
-	defer session.Close()
-	a := &Auditor{
-		Kube: session.Kube, Records: VeleroRecords{Client: session.Kube}, Resolver: session.Resolver,
-		Clients: ec2api.NewFactory(), Clock: clock.RealClock{},
-		Namespace: cmd.Namespace, Provider: location.DefaultProvider,
-	}
-	rep, err := a.Run(ctx, *only, opts, *deleteOrphans && *confirm)
-	if err != nil {
-		cmd.Errorf("%v", err)
-		return ExitError
-	}
-	if *deleteOrphans && !*confirm && len(rep.Orphans) > 0 {
-		fmt.Fprintln(stderr, "audit: --delete-orphans without --confirm deletes nothing: add --confirm to delete the orphans listed")
-	}
-	if cmd.Write(stdout, rep.WriteText, rep.WriteJSON) != nil {
-		return ExitError
-	}
-	return rep.Exit()
+	return cmd.Run(args, stdout, invalid, func(session *cli.Session) (cli.Report, int, error) {
+		opts := Options{Prices: map[string]float64{TierStandard: *standard, TierArchive: *archive}, OrphanGrace: *grace, RecoverySlack: *slack}
+		a := &Auditor{
+			Kube: session.Kube, Records: VeleroRecords{Client: session.Kube}, Resolver: session.Resolver,
+			Clients: ec2api.NewFactory(), Clock: clock.RealClock{},
+			Namespace: cmd.Namespace, Provider: location.DefaultProvider,
+		}
+		rep, err := a.Run(ctx, *only, opts, *deleteOrphans && *confirm)
+		if err != nil {
+			return nil, 0, err
+		}
+		if *deleteOrphans && !*confirm && len(rep.Orphans) > 0 {
+			fmt.Fprintln(stderr, "audit: --delete-orphans without --confirm deletes nothing: add --confirm to delete the orphans listed")
+		}
+		return rep, rep.Exit(), nil
+	})
 }

@@ -1,10 +1,10 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
@@ -128,12 +128,12 @@ type Deletion struct {
 // Exit statuses, as check's.
 const (
 	// ExitOK: nothing to report.
-	ExitOK = 0
+	ExitOK = cli.ExitOK
 	// ExitFindings: a backup is not DR-ready, a recovery point is older than its schedule's
 	// interval, or orphans were found.
 	ExitFindings = 1
 	// ExitError: the audit could not run, or could not read everything it needs.
-	ExitError = 2
+	ExitError = cli.ExitError
 )
 
 // Findings reports whether the report holds anything a user must act on.
@@ -167,13 +167,10 @@ func (r Report) Exit() int {
 	return ExitOK
 }
 
-// WriteJSON writes the report as JSON.
-func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
-
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "Install %s, audited %s\n", orNone(r.Install, "unknown"), r.Now.UTC().Format(time.RFC3339))
+	tw := cli.Table(w)
+	fmt.Fprintf(tw, "Install %s, audited %s\n", cmp.Or(r.Install, "unknown"), r.Now.UTC().Format(time.RFC3339))
 	fmt.Fprintf(tw, "\nBackups (%d)\n", len(r.Backups))
 	for _, b := range r.Backups {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Phase, readiness(b, r.Now), gib(b.Bytes))
@@ -277,7 +274,7 @@ func placeText(p PlaceCount) string {
 		}
 	}
 	if p.LocksAsked > 0 || p.Locked > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, orNone(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, cmp.Or(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -308,10 +305,3 @@ func age(d time.Duration) string {
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/float64(1<<30)) }
-
-func orNone(s, none string) string {
-	if s == "" {
-		return none
-	}
-	return s
-}

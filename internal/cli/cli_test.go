@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestParse(t *testing.T) {
@@ -24,11 +27,11 @@ func TestParse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			cmd := New("check", "Usage: check\n", &stderr)
-			err := cmd.Parse(tc.args)
+			cmd := New("check", "[flags]", "Checks.", &stderr)
+			err := cmd.parse(tc.args)
 			switch {
 			case tc.help:
-				if !IsHelp(err) || !strings.Contains(stderr.String(), "Usage: check") {
+				if !errors.Is(err, pflag.ErrHelp) || !strings.HasPrefix(stderr.String(), "Usage: velero-plugin-for-aws-async check [flags]\n\nChecks.\n\n") {
 					t.Fatalf("err %v, stderr %q: want the usage and ErrHelp", err, stderr.String())
 				}
 			case tc.wantErr == "":

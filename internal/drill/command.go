@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -19,25 +20,22 @@ const Command = "drill"
 // Exit statuses, as check's and audit's.
 const (
 	// ExitPassed: every volume of the sample was restored (and initialized when asked) and deleted.
-	ExitPassed = 0
+	ExitPassed = cli.ExitOK
 	// ExitFailed: a volume could not be restored, did not become available in time, or could
 	// not be deleted.
 	ExitFailed = 1
 	// ExitError: the drill could not run.
-	ExitError = 2
+	ExitError = cli.ExitError
 )
-
-// userAgent is the drill's Kubernetes client's.
-const userAgent = "velero-plugin-for-aws-async-drill"
 
 // Main runs `velero-plugin-for-aws-async drill` with args (those after "drill") and returns the
 // exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := cli.New(Command, fmt.Sprintf("Usage: velero-plugin-for-aws-async drill --backup NAME --confirm [flags]\n\n"+
+	cmd := cli.New(Command, "--backup NAME --confirm [flags]", fmt.Sprintf(
 		"Restores the backup's volumes through a VolumeSnapshotLocation (the recovery region's, or the\n"+
-		"vault's) with the restore code Velero's restore uses, measures how long until each volume is\n"+
-		"available (and initialized), then deletes every volume it made. It never touches a snapshot.\n"+
-		"Exit status: %d passed, %d failed, %d the drill could not run.\n\n", ExitPassed, ExitFailed, ExitError), stderr)
+			"vault's) with the restore code Velero's restore uses, measures how long until each volume is\n"+
+			"available (and initialized), then deletes every volume it made. It never touches a snapshot.\n"+
+			"Exit status: %d passed, %d failed, %d the drill could not run.", ExitPassed, ExitFailed, ExitError), stderr)
 	fs := cmd.Flags
 	var o Options
 	fs.StringVar(&o.Backup, "backup", "", "the Backup to restore (required)")
@@ -48,43 +46,27 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Record, "record", false, "write the result on the Backup (annotation "+audit.DrillAnnotation+"), which audit shows")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "give up waiting for the volumes after this long")
 	confirm := fs.Bool("confirm", false, "confirm the drill: it creates billable volumes (and deletes them)")
-	if err := cmd.Parse(args); err != nil {
-		if cli.IsHelp(err) {
-			return ExitPassed
+	invalid := func() error {
+		switch {
+		case o.Backup == "":
+			return errors.New("--backup NAME is required")
+		case !*confirm:
+			return errors.New("a drill creates billable EBS volumes for its duration: add --confirm to run it")
+		case o.Timeout <= 0 || o.Timeout >= audit.DrillMaxDuration:
+			return fmt.Errorf("--timeout %s: want more than 0 and less than %s", o.Timeout, audit.DrillMaxDuration)
 		}
-		return ExitError
+		return nil
 	}
-	switch {
-	case o.Backup == "":
-		cmd.Errorf("--backup NAME is required")
-		return ExitError
-	case !*confirm:
-		cmd.Errorf("a drill creates billable EBS volumes for its duration: add --confirm to run it")
-		return ExitError
-	case o.Timeout <= 0 || o.Timeout >= audit.DrillMaxDuration:
-		cmd.Errorf("--timeout %s: want more than 0 and less than %s", o.Timeout, audit.DrillMaxDuration)
-		return ExitError
-	}
-	session, err := cmd.Open(userAgent)
-	if err != nil {
-		return ExitError
-	}
-	defer session.Close()
-	d := &Driller{
-		Kube: session.Kube, Records: audit.VeleroRecords{Client: session.Kube}, Resolver: session.Resolver,
-		Clients: ec2api.NewFactory(), Clock: clock.RealClock{}, Log: session.Log,
-		Namespace: cmd.Namespace, Provider: location.DefaultProvider,
-	}
-	rep, err := d.Run(ctx, o)
-	if err != nil {
-		cmd.Errorf("%v", err)
-		return ExitError
-	}
-	if cmd.Write(stdout, rep.WriteText, rep.WriteJSON) != nil {
-		return ExitError
-	}
-	if !rep.Passed() {
-		return ExitFailed
-	}
-	return ExitPassed
+	return cmd.Run(args, stdout, invalid, func(session *cli.Session) (cli.Report, int, error) {
+		d := &Driller{
+			Kube: session.Kube, Records: audit.VeleroRecords{Client: session.Kube}, Resolver: session.Resolver,
+			Clients: ec2api.NewFactory(), Clock: clock.RealClock{}, Log: session.Log,
+			Namespace: cmd.Namespace, Provider: location.DefaultProvider,
+		}
+		rep, err := d.Run(ctx, o)
+		if err != nil {
+			return nil, 0, err
+		}
+		return rep, rep.Exit(), nil
+	})
 }

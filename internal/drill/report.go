@@ -1,10 +1,10 @@
 package drill
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
@@ -48,6 +48,14 @@ type VolumeResult struct {
 // initialized when waited for) and deleted, and none was unrestorable.
 func (r Report) Passed() bool { return len(r.Problems) == 0 && len(r.Unrestorable) == 0 }
 
+// Exit is the drill's exit status.
+func (r Report) Exit() int {
+	if !r.Passed() {
+		return ExitFailed
+	}
+	return ExitPassed
+}
+
 // Summary is the one line --record writes on the Backup and audit shows.
 func (r Report) Summary() string {
 	verdict := "passed"
@@ -68,15 +76,12 @@ func (r Report) Summary() string {
 	return s
 }
 
-// WriteJSON writes the report as JSON.
-func (r Report) WriteJSON(w io.Writer) error { return cli.WriteJSON(w, r) }
-
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := cli.Table(w)
 	fmt.Fprintf(tw, "Drill of backup %s in %s (location %s)\n", r.Backup, r.Region, r.Location)
 	for _, v := range r.Volumes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, orDash(v.VolumeID), v.SizeGiB,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, cmp.Or(v.VolumeID, "-"), v.SizeGiB,
 			dur(v.ToAvailable.Duration()), dur(v.ToInitialized.Duration()), deleted(v))
 	}
 	for _, s := range r.Unrestorable {
@@ -113,11 +118,4 @@ func dur(d time.Duration) string {
 		return "-"
 	}
 	return d.Round(time.Second).String()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

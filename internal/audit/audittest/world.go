@@ -4,6 +4,7 @@
 package audittest
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"testing"
@@ -16,7 +17,6 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +27,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 )
 
 // The audit's world in tests: one AWS account backed up into by two clusters (installs A and
@@ -176,7 +177,7 @@ func (w *World) Take(backup, vol string, o Outcome) Taken {
 	src := NewEC2(w.Srv.URL, SourceRegion, SourceProfile)
 	tags := map[string]string{
 		model.TagBackup: backup, model.TagPV: "pv-" + vol, velerov1.StorageLocationLabel: BSLName,
-		model.TagVolumeType: "gp3", model.TagRecorded: cmpOr(o.Recorded, "returned"),
+		model.TagVolumeType: "gp3", model.TagRecorded: cmp.Or(o.Recorded, "returned"),
 		model.TagCopyToRegion: CopyRegion, model.TagVaultAccount: VaultAccount, model.TagVaultRegion: CopyRegion,
 		model.TagVaultLock: "governance:7",
 	}
@@ -275,7 +276,7 @@ func (w *World) Put(objects ...client.Object) {
 // Kube is the cluster's Kubernetes API, holding every object put.
 func (w *World) Kube() client.Client {
 	if w.kube == nil {
-		w.kube = fake.NewClientBuilder().WithScheme(scheme(w.T)).WithObjects(w.objects...).Build()
+		w.kube = fake.NewClientBuilder().WithScheme(kubeapi.Scheme()).WithObjects(w.objects...).Build()
 	}
 	return w.kube
 }
@@ -314,13 +315,6 @@ func tagList(m map[string]string) []types.Tag {
 	return out
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // OrphanIDs are the IDs of the report's orphans.
 func OrphanIDs(rep audit.Report) []string {
 	var ids []string
@@ -340,16 +334,4 @@ func Text(t *testing.T, rep audit.Report) string {
 		t.Fatal(err)
 	}
 	return b.String()
-}
-
-func scheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := velerov1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := corev1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

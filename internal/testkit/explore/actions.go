@@ -267,18 +267,25 @@ func (w *world) otherInstallSnapshot(withUID bool, pv string) {
 			tags[model.TagCopyToRegion] = copyRegion
 		}
 	}
-	vol := w.otherVols[0]
+	if id := w.otherSnapshot(tags); id != "" {
+		w.logf("other install: snapshot %s of %s, backup %s, PV %s, UID tag %v", id, w.otherVols[0], backupName, pv, withUID)
+	}
+}
+
+// otherSnapshot is another install snapshotting its own volume in the source account with tags:
+// the snapshot's ID, "" when EC2 refused.
+func (w *world) otherSnapshot(tags map[string]string) string {
 	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
-		VolumeId:          aws.String(vol),
+		VolumeId:          aws.String(w.otherVols[0]),
 		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
 	})
 	if err != nil {
 		w.logf("other install: CreateSnapshot refused: %v", err)
-		return
+		return ""
 	}
 	id := aws.ToString(out.SnapshotId)
 	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags}
-	w.logf("other install: snapshot %s of %s, backup %s, PV %s, UID tag %v", id, vol, backupName, pv, withUID)
+	return id
 }
 
 // toolCopy is another tool copying a snapshot (another install's, or one Velero recorded for

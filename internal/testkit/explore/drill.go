@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
@@ -50,7 +49,7 @@ func (w *world) drillLocations() []string {
 
 // drill is a drill of the backup through loc with --max-volumes maxVolumes, checked as it returns.
 func (w *world) drill(loc string, maxVolumes int) {
-	before, beforeVols, from := w.everything(), w.allVolumes(), len(w.requests)
+	before := w.holdings()
 	c := w.cluster(true)
 	d := &drill.Driller{Kube: c.kube, Records: c, Resolver: c.resolver, Clients: clusterClients{w: w, role: drillRole},
 		Clock: w.clk, Log: w.log, Namespace: veleroNamespace, Provider: model.VolumeSnapshotterName}
@@ -62,45 +61,24 @@ func (w *world) drill(loc string, maxVolumes int) {
 		w.violate(catHung, "the drill through %s did not return", loc)
 	}
 	w.logf("drill: through %s, --max-volumes %d -> %s; problems %v %v", loc, maxVolumes, rep.Summary(), rep.Problems, err)
-	w.checkDrill(from, before, beforeVols)
+	w.checkDrill(before)
 }
 
-// checkDrill checks what the drill that began at request from, with the snapshots before and
-// the volumes beforeVols, did: only the requests a restore and its clean-up make; every snapshot
-// as it was; no volume deleted but a drill's; every volume it left tagged as this install's
-// drill's, so that the next drill or audit deletes it.
-func (w *world) checkDrill(from int, before map[string]ec2sim.Snapshot, beforeVols map[string]ec2sim.Volume) {
-	for _, q := range w.requests[from:] {
-		if q.role == drillRole && !drillRequests[q.action] {
-			w.violate(catDrillTouched, "it sent %s in %s of %s", q.action, q.region, q.signer)
+// drillBounds are what a drill may do: only the requests a restore and its clean-up make;
+// every snapshot as it was; no volume deleted but a drill's.
+var drillBounds = bounds{cat: catDrillTouched, role: drillRole, requests: drillRequests,
+	keepSnapshot: func(ec2sim.Snapshot) string { return "a drill deletes no snapshot" },
+	keepVolume: func(v ec2sim.Volume) string {
+		if v.Tags[audit.TagDrill] == "" {
+			return "no drill's"
 		}
-	}
-	after := w.everything()
-	for _, s := range sortedSnaps(before) {
-		a, kept := after[s.ID]
-		switch {
-		case s.DeletePending:
-		case !kept || a.DeletePending:
-			w.violate(catDrillTouched, "snapshot %s (%s in %s of %s) was deleted", s.ID, kindOf(s), s.Region, s.Account)
-		case !sameTags(a.Tags, s.Tags) || !slices.Equal(a.SharedWith, s.SharedWith):
-			w.violate(catDrillTouched, "snapshot %s was retagged or shared: tags %v shared with %v, were %v and %v", s.ID, a.Tags, a.SharedWith, s.Tags, s.SharedWith)
-		}
-	}
-	for id := range after {
-		if _, existed := before[id]; !existed {
-			w.violate(catDrillTouched, "snapshot %s was made during the drill", id)
-		}
-	}
-	afterVols := w.allVolumes()
-	for id, v := range beforeVols {
-		if _, kept := afterVols[id]; !kept && v.Tags[audit.TagDrill] == "" {
-			w.violate(catDrillTouched, "volume %s in %s of %s, no drill's, was deleted", id, v.Region, v.Account)
-		}
-	}
-	for id, v := range afterVols {
-		if _, existed := beforeVols[id]; existed {
-			continue
-		}
+		return ""
+	}}
+
+// checkDrill checks what the drill did since before: within drillBounds, and every volume it
+// left tagged as this install's drill's, so that the next drill or audit deletes it.
+func (w *world) checkDrill(before holdings) {
+	for id, v := range w.checkSince(before, drillBounds) {
 		if v.Tags[audit.TagDrill] != ourInstall {
 			w.violate(catDrillTouched, "volume %s in %s of %s, left by the drill, is not tagged as this install's drill's (tags %v)", id, v.Region, v.Account, v.Tags)
 		}

@@ -1,18 +1,15 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +20,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 )
 
 // The audit's orphan deletion (velero-plugin-for-aws-async audit --delete-orphans --confirm) as
@@ -124,7 +122,7 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 // deleteOrphans is audit --delete-orphans --confirm with grace, the storage location Available
 // or not, checked as it returns.
 func (w *world) deleteOrphans(grace time.Duration, bslAvailable bool) {
-	before, beforeVols, from := w.everything(), w.allVolumes(), len(w.requests)
+	before := w.holdings()
 	c := w.cluster(bslAvailable)
 	clients := clusterClients{w: w, role: auditRole}
 	a := &audit.Auditor{Kube: c.kube, Records: c, Resolver: c.resolver, Clients: clients, Clock: w.clk,
@@ -151,41 +149,92 @@ func (w *world) deleteOrphans(grace time.Duration, bslAvailable bool) {
 		}
 	}
 	w.logf("audit: --delete-orphans (grace %s, storage location Available %v) -> deleted %v, refused %v, %d problems, %v", grace, bslAvailable, deleted, refused, len(rep.Problems), err)
-	w.checkOrphanDeletion(from, before, beforeVols)
+	w.checkSince(before, orphanDeletionBounds(w))
 }
 
-// checkOrphanDeletion checks what the orphan deletion that began at request from, with the
-// snapshots before and the volumes beforeVols, did: only Describe requests and deletions; no
-// snapshot changed or shared; none deleted that a kept backup records (or whose source it
-// records), of another or an unknown install, locked or retained; no volume deleted but one an
-// interrupted drill of this install left.
-func (w *world) checkOrphanDeletion(from int, before map[string]ec2sim.Snapshot, beforeVols map[string]ec2sim.Volume) {
-	for _, q := range w.requests[from:] {
-		if q.role == auditRole && !auditRequests[q.action] {
-			w.violate(catOrphanDeletion, "it sent %s in %s of %s", q.action, q.region, q.signer)
+// orphanDeletionBounds are what the orphan deletion may do: only Describe requests and
+// deletions; no snapshot deleted that a kept backup records (or whose source it records), of
+// another or an unknown install, locked or retained; no volume deleted but one an interrupted
+// drill of this install left.
+func orphanDeletionBounds(w *world) bounds {
+	return bounds{cat: catOrphanDeletion, role: auditRole, requests: auditRequests, keepSnapshot: w.neededBy,
+		keepVolume: func(v ec2sim.Volume) string {
+			if v.Tags[audit.TagDrill] != ourInstall {
+				return "no drill volume of this install"
+			}
+			return ""
+		}}
+}
+
+// holdings are the world's snapshots and volumes, and the count of requests sent, before an
+// actor of the audit or the drill steps: what its step is judged against.
+type holdings struct {
+	snaps    map[string]ec2sim.Snapshot
+	vols     map[string]ec2sim.Volume
+	requests int
+}
+
+// holdings are the world's holdings now.
+func (w *world) holdings() holdings {
+	return holdings{snaps: w.everything(), vols: w.allVolumes(), requests: len(w.requests)}
+}
+
+// bounds are what an actor of the audit or the drill may do, under the promise cat.
+type bounds struct {
+	cat category
+	// role is its requests' role; requests the only actions it may send.
+	role     string
+	requests map[string]bool
+	// keepSnapshot and keepVolume say why it must not delete a snapshot or a volume; "" when it
+	// may.
+	keepSnapshot func(ec2sim.Snapshot) string
+	keepVolume   func(ec2sim.Volume) string
+}
+
+// checkSince checks what the actor did since before, within b: only the requests it may send;
+// no snapshot made, changed or shared; none deleted that it must keep; no volume deleted that it
+// must keep. It returns the volumes made since.
+func (w *world) checkSince(before holdings, b bounds) map[string]ec2sim.Volume {
+	for _, q := range w.requests[before.requests:] {
+		if q.role == b.role && !b.requests[q.action] {
+			w.violate(b.cat, "it sent %s in %s of %s", q.action, q.region, q.signer)
 		}
 	}
 	after := w.everything()
-	for _, s := range sortedSnaps(before) {
+	for _, s := range sortedSnaps(before.snaps) {
 		a, kept := after[s.ID]
 		switch {
 		case s.DeletePending:
 		case kept && !a.DeletePending:
 			if !sameTags(a.Tags, s.Tags) || !slices.Equal(a.SharedWith, s.SharedWith) {
-				w.violate(catOrphanDeletion, "%s was retagged or shared: tags %v shared with %v, were %v and %v", s.ID, a.Tags, a.SharedWith, s.Tags, s.SharedWith)
+				w.violate(b.cat, "snapshot %s was retagged or shared: tags %v shared with %v, were %v and %v", s.ID, a.Tags, a.SharedWith, s.Tags, s.SharedWith)
 			}
 		default:
-			if why := w.neededBy(s); why != "" {
-				w.violate(catOrphanDeletion, "it deleted %s (%s in %s of %s): %s", s.ID, kindOf(s), s.Region, s.Account, why)
+			if why := b.keepSnapshot(s); why != "" {
+				w.violate(b.cat, "it deleted snapshot %s (%s in %s of %s): %s", s.ID, kindOf(s), s.Region, s.Account, why)
 			}
 		}
 	}
-	afterVols := w.allVolumes()
-	for id, v := range beforeVols {
-		if _, kept := afterVols[id]; !kept && v.Tags[audit.TagDrill] != ourInstall {
-			w.violate(catOrphanDeletion, "it deleted volume %s in %s of %s, no drill volume of this install (tags %v)", id, v.Region, v.Account, v.Tags)
+	for id := range after {
+		if _, existed := before.snaps[id]; !existed {
+			w.violate(b.cat, "snapshot %s was made during its step", id)
 		}
 	}
+	afterVols, made := w.allVolumes(), map[string]ec2sim.Volume{}
+	for id, v := range before.vols {
+		if _, kept := afterVols[id]; kept {
+			continue
+		}
+		if why := b.keepVolume(v); why != "" {
+			w.violate(b.cat, "it deleted volume %s in %s of %s, %s (tags %v)", id, v.Region, v.Account, why, v.Tags)
+		}
+	}
+	for id, v := range afterVols {
+		if _, existed := before.vols[id]; !existed {
+			made[id] = v
+		}
+	}
+	return made
 }
 
 // neededBy says why the orphan deletion must not delete s; "" when it may.
@@ -195,7 +244,7 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 	case foreign:
 		return "another install's or tool's"
 	case install != ourInstall:
-		return "install " + orNone(install) + "'s, not this one's"
+		return "install " + cmp.Or(install, noInstall) + "'s, not this one's"
 	case lockedNow(s):
 		return "locked (" + s.LockState + ")"
 	case w.retained[s.ID] || s.Tags[model.TagVaultRetainOnDelete] == "true" && s.Tags[model.TagSourceAccount] != "":
@@ -210,12 +259,8 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 	return ""
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(none: an earlier release)"
-	}
-	return s
-}
+// noInstall stands for the install tag an earlier release did not write.
+const noInstall = "(none: an earlier release)"
 
 // taggedForeignSnapshot is another install (install "": an earlier release, which did not tag
 // its install) snapshotting its own volume for its backup named backup, with this plugin's tags.
@@ -224,17 +269,9 @@ func (w *world) taggedForeignSnapshot(install, backup string) {
 	if install != "" {
 		tags[model.TagInstall] = install
 	}
-	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
-		VolumeId:          aws.String(w.otherVols[0]),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
-	})
-	if err != nil {
-		w.logf("other install: CreateSnapshot refused: %v", err)
-		return
+	if id := w.otherSnapshot(tags); id != "" {
+		w.logf("other install: snapshot %s, backup %s, install %s", id, backup, cmp.Or(install, noInstall))
 	}
-	id := aws.ToString(out.SnapshotId)
-	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags}
-	w.logf("other install: snapshot %s, backup %s, install %s", id, backup, orNone(install))
 }
 
 // allVolumes lists the volumes of every account and region, by ID.
@@ -257,13 +294,8 @@ type cluster struct {
 	resolver *location.Resolver
 }
 
-// clusterScheme holds the kinds the cluster serves.
-var clusterScheme = sync.OnceValue(func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = velerov1.AddToScheme(s)
-	_ = corev1.AddToScheme(s)
-	return s
-})
+// clusterScheme holds the kinds the cluster serves, made once.
+var clusterScheme = sync.OnceValue(kubeapi.Scheme)
 
 // cluster is the cluster as it stands: its identity, the locations, the storage location
 // (Available when bslAvailable), the credentials Secret, and the backup unless deleted.
