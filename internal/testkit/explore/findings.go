@@ -38,6 +38,7 @@ var findings = []finding{
 	{"lost handoff: a snapshot whose CreateSnapshot failed is left when its operation ends without deleting it (timed out, or the backup deleted while it was open) and it, or every snapshot Velero recorded, lacks the backup's UID: the deletion finds failed snapshots by the recorded snapshots' UID", catUIDLessLeaked, false},
 	{"deletion race: a copy a reconcile sends while the deletion's mark is on its way is listed just after the deletion stops waiting for it, and is left", catCopyLeaked, true},
 	{"new: a vault copy requested one listing lag ago, not listed when a reconcile described it, is copied again after a slow STS answer in the same reconcile", catDuplicateAfterSlow, true},
+	{"unlocked while STS fails: a regional copy refused while STS cannot confirm the vault credentials' account fails the operation with its vault copy neither locked nor its source unshared", catUnlockedAfterEnd, true},
 }
 
 // knownOpen are the broken promises the code is known to show (the findings not fixed yet).
