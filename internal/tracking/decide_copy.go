@@ -121,10 +121,13 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill
 		return copyDecision{fail: f.vault.wrong, mark: true}
 	case f.vault.wait != "":
 		// Nothing is done to the vault copy before its account is confirmed, but what EC2 lists
-		// of it still counts, so that a transient STS error takes no progress back.
+		// of it still counts, so that a transient STS error takes no progress back; and a copy
+		// EC2 made, not yet locked or its source's share not yet removed, keeps another phase
+		// from failing the operation before those steps are taken.
 		d := wait("%s", f.vault.wait)
 		if cp := v.copyOf(tg, srcID); cp != nil && cp.State != types.SnapshotStateError {
-			d.phase.units = decideVaultSteps(v, src, tg, cp).phase.units
+			steps := decideVaultSteps(v, src, tg, cp).phase
+			d.phase.units, d.phase.busy = steps.units, steps.busy
 		}
 		return d
 	}

@@ -381,7 +381,8 @@ func TestWhenAVaultCopyIsLocked(t *testing.T) {
 }
 
 // What a vault copy's phase reports while STS has not confirmed the vault credentials' account:
-// nothing is done to the copy, but what EC2 lists of it counts, so the progress never goes back.
+// nothing is done to the copy, but what EC2 lists of it counts, so the progress never goes back,
+// and a copy EC2 made holds up another phase's failure until it is locked and its source unshared.
 func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
 	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
 	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted,
@@ -390,9 +391,10 @@ func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
 		name      string
 		copyState types.SnapshotState // "" for no copy listed
 		wantUnits int64
+		wantBusy  bool
 	}{
 		{name: "no vault copy listed: nothing counted", wantUnits: 0},
-		{name: "a vault copy 40% made counts its share", copyState: types.SnapshotStatePending, wantUnits: 40 * vaultCopyUnits / 100},
+		{name: "a vault copy 40% made counts its share and holds up a failure", copyState: types.SnapshotStatePending, wantUnits: 40 * vaultCopyUnits / 100, wantBusy: true},
 		{name: "a vault copy in error counts nothing", copyState: types.SnapshotStateError, wantUnits: 0},
 	}
 	for _, tt := range tests {
@@ -405,8 +407,8 @@ func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
 				v.copies[vault]["snap-0000000a"] = []types.Snapshot{cp}
 			}
 			d := decideCopyPhase(v, &src, vault, fill{vault: vaultCheck{wait: "waiting to confirm the account"}}, mockec2.T0, 30*time.Second, 20)
-			if d.phase.units != tt.wantUnits || d.phase.done || d.vaultCopy != nil || d.fail != "" {
-				t.Errorf("decideCopyPhase = %+v; want %d units, waiting, nothing done", d, tt.wantUnits)
+			if d.phase.units != tt.wantUnits || d.phase.busy != tt.wantBusy || d.phase.done || d.vaultCopy != nil || d.fail != "" {
+				t.Errorf("decideCopyPhase = %+v; want %d units, busy %v, waiting, nothing done", d, tt.wantUnits, tt.wantBusy)
 			}
 		})
 	}

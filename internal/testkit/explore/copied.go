@@ -2,9 +2,11 @@ package explore
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
 // The promises on which sources a plugin process shares or copies, judged on each request as it
@@ -22,6 +24,8 @@ type processState struct {
 	ended map[string]bool
 	// refused holds the sources of the copies EC2 refused this process.
 	refused map[string]bool
+	// marksRefused says EC2 refuses this process every copy-failed mark (setup.markRefused).
+	marksRefused bool
 }
 
 // startProcess forgets what the last plugin process saw.
@@ -79,8 +83,41 @@ func (w *world) refuses(q request) bool {
 	return (!w.setup.refusalLate || w.refusalBegun) && w.setup.refuses(q)
 }
 
-// beginRefusal is the account's policy beginning to refuse the setup's refused copy.
+// queues reports whether EC2 queues q now: a regional copy, or a vault one, before a late
+// refusal begins (setup.regionalQueued, setup.vaultQueued).
+func (w *world) queues(q request) bool {
+	return w.setup.regionalQueued && regionalCopy(q) || w.setup.vaultQueued && q.action == "CopySnapshot" && q.role == "vault"
+}
+
+// refusesMark reports whether EC2 refuses q, a CreateTags of a copy-failed mark with the
+// location's credentials, made by the first plugin process that writes one (setup.markRefused).
+func (w *world) refusesMark(q request, form url.Values) bool {
+	if !w.setup.markRefused || w.markRefusedOnce && !w.process.marksRefused || q.action != "CreateTags" || q.role == "vault" {
+		return false
+	}
+	for k, vs := range form {
+		if strings.HasPrefix(k, "Tag.") && strings.HasSuffix(k, ".Key") && slices.Contains(vs, model.TagCopyFailed) {
+			w.markRefusedOnce, w.process.marksRefused = true, true
+			w.logf("ec2: the CreateTags of the %s mark refused", model.TagCopyFailed)
+			return true
+		}
+	}
+	return false
+}
+
+// refuseOnceShared begins the refusal of regional copies EC2 queues (setup.regionalQueued) as
+// soon as a step has shared a source with the vault account: the policy changes while the
+// vault copy is under way and the regional one waits.
+func (w *world) refuseOnceShared() {
+	if w.setup.regionalQueued && slices.ContainsFunc(w.sim.SnapshotsIn(sourceAccount, sourceRegion), func(s ec2sim.Snapshot) bool { return len(s.SharedWith) > 0 }) {
+		w.beginRefusal()
+	}
+}
+
+// beginRefusal is the account's policy beginning to refuse the setup's refused copy; EC2's
+// queue of regional copies, if any, drains.
 func (w *world) beginRefusal() {
 	w.refusalBegun = true
+	w.setup.regionalQueued, w.setup.vaultQueued = false, false
 	w.logf("account: from now on every %s is refused by its account's policy", w.setup.refusedCopy)
 }

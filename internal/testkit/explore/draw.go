@@ -90,6 +90,15 @@ func drawSetup(t *rapid.T) setup {
 		// The refused copy beside the other target's: a regional refusal needs a regional copy.
 		s.copyTo = s.copyTo || s.refusedCopy == regionalCopyRefused
 		s.refusalLate = rapid.Bool().Draw(t, "the refusal begins mid-run")
+		if s.refusedCopy == regionalCopyRefused {
+			s.regionalQueued = s.refusalLate && rapid.Bool().Draw(t, "regional copies queued until the refusal begins")
+			s.vaultQueued = s.regionalQueued && rapid.Bool().Draw(t, "vault copies queued too")
+		}
+	}
+	wrongVault := s.vault && (s.vaultCredsOf != vaultAccount || s.vaultAccountID != vaultAccount)
+	if s.refusedCopy == regionalCopyRefused || wrongVault && s.copyTo {
+		// Only the process that saw why the operation fails then knows its source is not copied.
+		s.markRefused = rapid.Bool().Draw(t, "copy-failed marks refused to the first process writing one")
 	}
 	s.stsUnavailable = s.vault && rapid.IntRange(0, 3).Draw(t, "STS unavailable for the run (0)") == 0
 	s.restoredVolumes = rapid.IntRange(0, 3).Draw(t, "volumes this plugin restored (0)") == 0
@@ -170,7 +179,7 @@ func (w *world) enabled() []string {
 	if w.recordedOne() != nil {
 		out = append(out, actToolTag)
 	}
-	if w.setup.refusalLate && !w.refusalBegun {
+	if w.setup.refusalLate && !w.refusalBegun && !w.setup.regionalQueued {
 		out = append(out, actRefusalBegins)
 	}
 	if len(w.restorable()) > 0 {
@@ -302,6 +311,7 @@ func explore(t *rapid.T, counts func(category) bool) *world {
 		}
 		w.step(t, actor)
 		w.faults, w.kube = nil, nil
+		w.refuseOnceShared()
 		w.checkStep()
 		if slices.ContainsFunc(w.violations, func(v violation) bool { return counts(v.cat) }) {
 			return w

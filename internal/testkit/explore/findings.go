@@ -39,6 +39,7 @@ var findings = []finding{
 	{"deletion race: a copy a reconcile sends while the deletion's mark is on its way is listed just after the deletion stops waiting for it, and is left", catCopyLeaked, true},
 	{"restore: a restore whose CreateVolume answer was lost gives up on throttling with an error that does not name the volume it made, and the volume is left", catRestoreLeaked, true},
 	{"new: a vault copy requested one listing lag ago, not listed when a reconcile described it, is copied again after a slow STS answer in the same reconcile", catDuplicateAfterSlow, true},
+	{"unlocked while STS fails: a regional copy refused while STS cannot confirm the vault credentials' account fails the operation with its vault copy neither locked nor its source unshared", catUnlockedAfterEnd, true},
 }
 
 // knownOpen are the broken promises the code is known to show (the findings not fixed yet).

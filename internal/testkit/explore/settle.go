@@ -13,6 +13,10 @@ const (
 	settleBound = 45 * time.Minute
 	// settleEvery is the fake time between two reconciles while settling.
 	settleEvery = time.Minute
+	// queuesDrain is how long EC2's copy queues (setup.regionalQueued) last once faults stop:
+	// long enough for a source to complete and be shared with the vault account, which begins
+	// the refusal of the queued regional copies.
+	queuesDrain = 10 * time.Minute
 	// deletionTries is how many times the user deletes the backup again after a failed deletion.
 	deletionTries = 3
 )
@@ -40,7 +44,7 @@ func (w *world) settle() {
 	}
 	if !w.deleted {
 		// Velero goes on cancelling what passes its item-operation timeout, as it would.
-		end := w.clk.Now().Add(settleBound)
+		end, drained := w.clk.Now().Add(settleBound), w.clk.Now().Add(queuesDrain)
 		if w.setup.slowCopies {
 			// Copies outlasting the timeout end only with Velero's Cancel.
 			for _, op := range w.ops {
@@ -49,6 +53,10 @@ func (w *world) settle() {
 		}
 		for w.waiting() && w.clk.Now().Before(end) {
 			w.reconcile()
+			w.refuseOnceShared()
+			if w.clk.Now().After(drained) {
+				w.setup.regionalQueued, w.setup.vaultQueued = false, false
+			}
 			w.checkStep()
 			w.clk.Step(settleEvery)
 		}

@@ -96,6 +96,12 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			w.noteRefusal(q, form)
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation: the "+w.setup.refusedCopy+" is refused by its account's policy"), nil
 		}
+		if w.queues(q) {
+			return errorResponse(req, http.StatusBadRequest, "ResourceLimitExceeded", "You have reached the maximum number of concurrent snapshot copies into "+q.region), nil
+		}
+		if w.refusesMark(q, form) {
+			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. User is not authorized to perform: ec2:CreateTags"), nil
+		}
 		rule = w.faults.match(q.action, q.role)
 		switch {
 		case rule == nil:

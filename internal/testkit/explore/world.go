@@ -98,6 +98,18 @@ type setup struct {
 	// refusalLate says the refusal begins mid-run, when actRefusalBegins takes a step (the
 	// account's policy changed while copies were under way), not from the start.
 	refusalLate bool
+	// regionalQueued says EC2 queues every regional copy (the copy region's limit of concurrent
+	// copies reached) until a late refusal begins, which it does as soon as a source is shared
+	// with the vault account (refuseOnceShared): the vault copy of a source starts and runs while
+	// its regional copy waits, and that is then refused.
+	regionalQueued bool
+	// vaultQueued says EC2 queues the vault copies too until then (the vault account's limit):
+	// a source is shared with the vault account, its copy not started, when the refusal comes.
+	vaultQueued bool
+	// markRefused says EC2 refuses the copy-failed marks of the first plugin process that writes
+	// one (of a refused regional copy, or of vault credentials of the wrong account), so that
+	// only that process knows why the source's operation fails.
+	markRefused bool
 	// stsUnavailable says STS answers no GetCallerIdentity until the operations are settled (a
 	// private cluster without an STS endpoint): the vault credentials' account is known only
 	// from what EC2 lists with them.
@@ -117,11 +129,16 @@ func (s setup) refuses(q request) bool {
 	}
 	switch s.refusedCopy {
 	case regionalCopyRefused:
-		return q.role != "vault" && q.region == copyRegion
+		return regionalCopy(q)
 	case vaultCopyRefused:
 		return q.role == "vault"
 	}
 	return false
+}
+
+// regionalCopy reports whether q is the plugin's CopySnapshot into the copy region.
+func regionalCopy(q request) bool {
+	return q.action == "CopySnapshot" && q.role != "vault" && q.region == copyRegion
 }
 
 // config is the location's config as a VolumeSnapshotLocation holds it.
@@ -179,6 +196,15 @@ func (s setup) String() string {
 		if s.refusalLate {
 			upgrade += " once it changes mid-run"
 		}
+		if s.regionalQueued {
+			upgrade += ", every regional copy queued by EC2 until then"
+		}
+		if s.vaultQueued {
+			upgrade += ", and every vault copy"
+		}
+	}
+	if s.markRefused {
+		upgrade += "; copy-failed marks refused to the first process writing one"
 	}
 	if s.stsUnavailable {
 		upgrade += "; STS unavailable until the operations are settled"
@@ -270,6 +296,8 @@ type world struct {
 	process processState
 	// refusalBegun says the account's policy refuses the setup's refusedCopy from now on.
 	refusalBegun bool
+	// markRefusedOnce says EC2 has refused a process its copy-failed marks (setup.markRefused).
+	markRefusedOnce bool
 	// slowAnswered says an answer came slowly (faultSlow) in the run.
 	slowAnswered bool
 	// cancelLost says the plugin process exits as the reconcile's next Cancel begins.
