@@ -280,20 +280,51 @@ func (seen deletionSeen) backup() (b backupOf, refusal string) {
 // refuses while the backup is in progress, and a server restart fails a backup that was), so
 // no CreateSnapshot call of b can still return one of its own to Velero: each goes, however
 // young.
+//
+// Where the backup's UID is missing on either side (the item phase's plugin process restarted
+// before the CreateSnapshot, losing what Execute handed it), a snapshot is b's by what that
+// CreateSnapshot wrote at creation: its create token, b's name and this install's identity
+// (the recorded source's), and a start within sameBackupSpan of the recorded source's. A
+// backup's name is unique within an install while it exists, so no other backup of this
+// install can have such a snapshot under way; another install's, one of an install whose
+// identity was not read, and one started too far from the recorded source (an earlier backup
+// of the same name) are left, logged.
 func (seen deletionSeen) unreturnedOf(b backupOf) (del, leave []deletionTarget) {
 	for _, u := range seen.unreturned {
-		t := model.TagMap(u.snap.Tags)
 		target := deletionTarget{regionalSnapshot: u.regionalSnapshot, via: u.via}
 		switch {
 		case u.id == seen.sourceID:
-		case b.uid == "" || t[model.TagBackupUID] != b.uid || t[model.TagBackup] != b.name || t[model.TagSourceSnapshotID] != "" || t[model.TagRecorded] != model.RecordedPending:
+		case seen.isUnreturnedOf(u, b):
+			del = append(del, target)
+		default:
 			target.why = fmt.Sprintf("it is marked %s=%s, but is not a snapshot of this deletion's %s", model.TagRecorded, model.RecordedPending, b)
 			leave = append(leave, target)
-		default:
-			del = append(del, target)
 		}
 	}
 	return del, leave
+}
+
+// sameBackupSpan is how far from the recorded source's start another snapshot of its backup
+// may have started without the backup's UID to tell it: Velero takes a backup's snapshots one
+// after another in its item phase, which a day covers.
+const sameBackupSpan = 24 * time.Hour
+
+// isUnreturnedOf reports whether u, a snapshot marked unreturned, is one of backup b's (see
+// unreturnedOf).
+func (seen deletionSeen) isUnreturnedOf(u foundSnapshot, b backupOf) bool {
+	t := model.TagMap(u.snap.Tags)
+	if b.name == "" || t[model.TagBackup] != b.name || t[model.TagSourceSnapshotID] != "" || t[model.TagRecorded] != model.RecordedPending {
+		return false
+	}
+	if uid := t[model.TagBackupUID]; uid != "" && b.uid != "" {
+		return uid == b.uid
+	}
+	if seen.source == nil {
+		return false
+	}
+	install := model.TagValue(seen.source.Tags, model.TagInstall)
+	gap := aws.ToTime(u.snap.StartTime).Sub(aws.ToTime(seen.source.StartTime)).Abs()
+	return install != "" && t[model.TagInstall] == install && t[model.TagCreateToken] != "" && gap <= sameBackupSpan
 }
 
 // markTarget is the source to mark as being deleted: one not marked yet, with a target that

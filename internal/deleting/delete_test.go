@@ -319,6 +319,14 @@ func TestDecideDeletion(t *testing.T) {
 	otherUID := retagged(mockec2.CopyOfSnap("snap-0000000e", src, types.SnapshotStateCompleted), model.TagBackupUID, "uid-of-another-install")
 	failedCreate := mockec2.Snapshot("snap-00000010", "vol-0123456789abcdef1", types.SnapshotStateCompleted, mockec2.WithTags(model.TagRecorded, model.RecordedPending))
 	noUID := retagged(src, model.TagBackupUID, "")
+	// What CreateSnapshot writes at creation, when the UID handoff was lost or not.
+	const install, otherInstall = "cluster-uid/velero", "other-cluster-uid/velero"
+	installed := retagged(src, model.TagInstall, install)
+	installedNoUID := retagged(installed, model.TagBackupUID, "")
+	failedMade := retagged(failedCreate, model.TagInstall, install, model.TagCreateToken, "token-1")
+	failedNoUID := retagged(failedMade, model.TagBackupUID, "")
+	failedEarlier := failedNoUID
+	failedEarlier.StartTime = aws.Time(mockec2.T0.Add(-sameBackupSpan - time.Minute))
 	inSrc := func(snaps ...types.Snapshot) []foundSnapshot {
 		var out []foundSnapshot
 		for _, s := range snaps {
@@ -459,8 +467,28 @@ func TestDecideDeletion(t *testing.T) {
 		{name: "a failed snapshot tagged with another backup's name is left alone",
 			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedCreate, model.TagBackup, "weekly"))}, now: time.Hour,
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
-		{name: "without the source's UID no failed snapshot can be told as the backup's",
+		{name: "without the source's UID or this install's identity no failed snapshot can be told as the backup's",
 			seen: deletionSeen{source: &noUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedCreate)}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		// The item phase's plugin process restarted before a CreateSnapshot: its snapshot has no
+		// UID, and is the backup's by its name, this install's identity and its start.
+		{name: "a failed snapshot made without the UID by a restarted plugin process goes with the backup",
+			seen: deletionSeen{source: &installed, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedNoUID)}, now: time.Hour,
+			want: "first snap-00000010 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a failed snapshot goes with a backup whose recorded snapshot was made without the UID",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedMade)}, now: time.Hour,
+			want: "first snap-00000010 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a failed snapshot without the UID of another install's backup of the same name is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedNoUID, model.TagInstall, otherInstall))}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a failed snapshot without the UID of an install whose identity was not read is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedNoUID, model.TagInstall, ""))}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a failed snapshot without the UID started over a day before the recorded one (an earlier backup of the same name) is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedEarlier)}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a snapshot without the UID marked pending that no CreateSnapshot of this plugin made (no create token) is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedNoUID, model.TagCreateToken, ""))}, now: time.Hour,
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
 	}
 	for _, tt := range tests {

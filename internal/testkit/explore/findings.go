@@ -35,7 +35,7 @@ var findings = []finding{
 	{"unlocked: a failed regional copy leaves the vault copy unlocked", catUnlockedAfterEnd, true},
 	{"retained: Cancel deletes a pending vault copy kept by vaultRetainOnDelete", catCancelDeletedRetained, true},
 	{"progress: a transient error takes an open operation's progress back (to 0 of 0, as documented, only while nothing of EC2 can be read)", catProgressBack, true},
-	{"lost handoff: a snapshot whose CreateSnapshot failed is left when its operation ends without deleting it (timed out, or the backup deleted while it was open) and it, or every snapshot Velero recorded, lacks the backup's UID: the deletion finds failed snapshots by the recorded snapshots' UID", catUIDLessLeaked, false},
+	{"lost handoff: a snapshot whose CreateSnapshot failed is left when its operation ends without deleting it (timed out, or the backup deleted while it was open) and it, or every snapshot Velero recorded, lacks the backup's UID: the deletion finds failed snapshots by the recorded snapshots' UID", catUIDLessLeaked, true},
 	{"deletion race: a copy a reconcile sends while the deletion's mark is on its way is listed just after the deletion stops waiting for it, and is left", catCopyLeaked, true},
 	{"new: a vault copy requested one listing lag ago, not listed when a reconcile described it, is copied again after a slow STS answer in the same reconcile", catDuplicateAfterSlow, true},
 }
