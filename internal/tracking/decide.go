@@ -90,6 +90,34 @@ func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.Backup
 		aws.ToString(src.SnapshotId), op.VolumeID, pv, st.VolumeSnapshotsCompleted, l.recorded, l.where, op.Issued.Add(cfg.createWindow).UTC().Format(time.RFC3339))
 }
 
+// decideUnreadLocation reports an operation following src, a snapshot this plugin did not take
+// (another provider's location took it, so it carries no copy intent), while the Kubernetes
+// API refuses to show the backup's locations (pl.Unread): whether the backup's location of
+// this plugin asks for copies, which src will never have, cannot be told. The operation shows
+// the snapshot's progress and waits, saying why, for the not-found grace after it was opened
+// (access may return; the next read then decides, decideForeignSource), then fails naming the
+// cause and the fix. decided is false when it does not apply.
+func decideUnreadLocation(op model.Operation, src *types.Snapshot, pl ebs.Place, cfg decideCfg, p velero.OperationProgress) (_ velero.OperationProgress, decided bool) {
+	if !pl.Unread || model.MadeByThisPlugin(src) {
+		return p, false
+	}
+	id := aws.ToString(src.SnapshotId)
+	why := fmt.Sprintf("snapshot %s of volume %s was not taken by this plugin (it carries none of the tags %s writes when it takes a snapshot), and the Kubernetes API refuses to show the backup's VolumeSnapshotLocations, "+
+		"so whether the backup's location of this plugin asks for a copy, which this snapshot would not have, cannot be told", id, op.VolumeID, model.VolumeSnapshotterName)
+	if p.Updated.Sub(op.Issued) >= cfg.notFoundGrace {
+		p.Completed = true
+		p.Err = fmt.Sprintf("%s (%s): let Velero's service account get and list volumesnapshotlocations and secrets in its namespace", why, pl.Note)
+		return p, true
+	}
+	p.Started, p.NTotal = aws.ToTime(src.StartTime), 100
+	p, _ = decideSource(op, src, p)
+	if !p.Completed {
+		p.Description = fmt.Sprintf("snapshot %s in %s: %s; waiting until %s for the Kubernetes API: %s", id, op.Region, progressText(src.Progress),
+			op.Issued.Add(cfg.notFoundGrace).UTC().Format(time.RFC3339), why)
+	}
+	return p, true
+}
+
 // decideAmbiguous reports an operation with several snapshots that could each be the one Velero
 // recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
 // waited for while a create may still be under way; after that the operation fails, naming them.

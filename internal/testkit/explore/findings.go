@@ -26,7 +26,7 @@ var findings = []finding{
 	{"new: a copy-region location's deletion says deleted and leaves the source", catSourceLeaked, true},
 	{"new: an operation that ends on an EC2 refusal, or whose one Cancel cannot reach EC2, leaves the snapshot its failed CreateSnapshot made", catRefusedSnapshotLeaked, true},
 	{"new: a backup deleted while an operation is open leaves the snapshot its failed CreateSnapshot made", catDeletedBeforeCleanup, true},
-	{"new: with the Kubernetes API refusing the plugin, a PV the upstream plugin's location snapshotted completes without the copy the backup's location asks for", catOtherProviderUnread, false},
+	{"new: with the Kubernetes API refusing the plugin, a PV the upstream plugin's location snapshotted completes without the copy the backup's location asks for", catOtherProviderUnread, true},
 	{"new: a v1 operation of a static PV sharing its EBS volume completes following the other PV's snapshot while its own is not listed yet", catOldOperationOtherPV, true},
 	{"new: a CreateSnapshot whose returned mark took effect with every answer lost returns an error, and the snapshot, marked returned, is completed and never deleted", catMarkedReturnedLeaked, true},
 	{"restored: a volume this plugin restored, snapshotted by the upstream plugin, completes without the copy this plugin's location asks for", catRestoredVolumeNoCopy, true},
