@@ -250,19 +250,26 @@ func agreedSourceRegion(copies []foundSnapshot) string {
 	return slices.Collect(maps.Keys(regions))[0]
 }
 
-// siblings lists the other snapshots made by the CreateSnapshot call that made src, when that
-// call marked src as the recorded one (it may have made more than one).
+// siblings lists the snapshots that may have been made by the CreateSnapshot call that made
+// src besides it (decideDeletion tells which were): those of its create token, when that call
+// marked src as the recorded one; for a snapshot of an earlier release (no create token),
+// those of its backup UID and PV, which a call retried after a lost answer made twice.
 func (s *Deleter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]foundSnapshot, error) {
 	tags := model.TagMap(src.Tags)
-	token := tags[model.TagCreateToken]
-	if tags[model.TagRecorded] != model.RecordedTrue || token == "" {
+	var filters []types.Filter
+	switch token, uid, pv := tags[model.TagCreateToken], tags[model.TagBackupUID], tags[model.TagPV]; {
+	case token != "" && tags[model.TagRecorded] == model.RecordedTrue:
+		filters = []types.Filter{ebs.TagFilter(model.TagCreateToken, token)}
+	case token == "" && uid != "" && pv != "":
+		filters = []types.Filter{ebs.TagFilter(model.TagBackupUID, uid), ebs.TagFilter(model.TagPV, pv)}
+	default:
 		return nil, nil
 	}
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := ebs.DescribeSnapshots(ctx, c, []types.Filter{ebs.TagFilter(model.TagCreateToken, token)})
+	snaps, err := ebs.DescribeSnapshots(ctx, c, filters)
 	if err != nil {
 		return nil, fmt.Errorf("looking for other snapshots made with %s: %w", source, err)
 	}

@@ -64,8 +64,8 @@ type deletionSeen struct {
 	// copies are the snapshots tagged as copies of sourceID (TagSourceSnapshotID) in every
 	// region that may hold one, through the location's and the vault's credentials.
 	copies []foundSnapshot
-	// siblings are the other snapshots of the CreateSnapshot call that made the source, when
-	// that call marked the source as the recorded one.
+	// siblings are the snapshots that may have been made by the CreateSnapshot call that made
+	// the source besides it (siblingOf tells).
 	siblings []foundSnapshot
 	// unreturned are the snapshots in the source's region tagged with the source's backup UID
 	// and still marked recordedPending: made by CreateSnapshot calls of the backup that
@@ -225,7 +225,9 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 		plan.source = &deletionTarget{regionalSnapshot: regionalSnapshot{sourceRegion, seen.sourceID}}
 	}
 	for _, sib := range seen.siblings {
-		plan.rest = append(plan.rest, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
+		if siblingOf(seen.source, sib.snap) {
+			plan.rest = append(plan.rest, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
+		}
 	}
 	for _, c := range copies {
 		t := deletionTarget{regionalSnapshot: c.regionalSnapshot, via: c.via}
@@ -271,6 +273,24 @@ func (seen deletionSeen) backup() (b backupOf, refusal string) {
 	return backupOf{}, fmt.Sprintf("snapshot %s is not listed, and the snapshots tagged as its copies belong to different backups or source regions: %s; "+
 		"nothing deleted, since which are this backup's cannot be told (another tool or install tags snapshots with %s)",
 		seen.sourceID, strings.Join(which, "; "), model.TagSourceSnapshotID)
+}
+
+// siblingOf reports whether sib was made by the CreateSnapshot call that made src, the recorded
+// source: it carries the same create token, src being marked as the recorded one; or, both
+// made by an earlier release (no create token), it is a snapshot of the same backup UID, PV and
+// volume, neither a copy nor marked unreturned: that release retried a call after a lost
+// answer, and Velero records one snapshot per PV.
+func siblingOf(src *types.Snapshot, sib types.Snapshot) bool {
+	if src == nil {
+		return false
+	}
+	s, t := model.TagMap(src.Tags), model.TagMap(sib.Tags)
+	if token := s[model.TagCreateToken]; token != "" {
+		return s[model.TagRecorded] == model.RecordedTrue && t[model.TagCreateToken] == token
+	}
+	return t[model.TagCreateToken] == "" && s[model.TagBackupUID] != "" && t[model.TagBackupUID] == s[model.TagBackupUID] &&
+		s[model.TagPV] != "" && t[model.TagPV] == s[model.TagPV] && aws.ToString(sib.VolumeId) == aws.ToString(src.VolumeId) &&
+		t[model.TagSourceSnapshotID] == "" && t[model.TagRecorded] != model.RecordedPending
 }
 
 // unreturnedOf splits the unreturned snapshots the deletion read into those of backup b to
