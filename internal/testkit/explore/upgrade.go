@@ -19,6 +19,9 @@ const oldRecordedMark = "true"
 // after a lost answer: EC2 takes one snapshot of a volume every 15 seconds.
 const oldRetryAfter = 16 * time.Second
 
+// oldRetries bounds the requests of the earlier release's CreateSnapshot after a lost answer.
+const oldRetries = 3
+
 // upgradePVs are the two static PVs of an upgrade run, both on the backup's first volume.
 var upgradePVs = []string{"pvc-static-1", "pvc-static-2"}
 
@@ -52,18 +55,26 @@ func (w *world) oldCreate(i int) {
 	if w.setup.upgrade.withUID {
 		tags[model.TagBackupUID] = backupUID
 	}
+	tries := 1
 	if w.setup.upgrade.retried && op == w.ops[0] {
-		// The first request's answer was lost: the earlier release asked again, and marked
-		// only the snapshot it returned.
+		// The first request's answer was lost: the earlier release asked again once EC2's
+		// per-volume rate allowed (riding it out), and marked only the snapshot it returned.
 		w.createAs(op, "earlier release", tags)
 		w.logf("velero: CreateSnapshot %s on the earlier release: the answer of %q is lost, and the request sent again once EC2's per-volume rate allows", op.pv, op.snapshotID)
-		op.snapshotID = ""
+		op.snapshotID, op.createErr, tries = "", "", oldRetries
 		w.clk.Step(oldRetryAfter)
 	}
 	if w.setup.upgrade.marked {
 		tags[model.TagRecorded] = oldRecordedMark
 	}
-	w.createAs(op, "earlier release", tags)
+	for try := 1; ; try++ {
+		w.createAs(op, "earlier release", tags)
+		if op.createErr == "" || try == tries {
+			break
+		}
+		op.createErr = ""
+		w.clk.Step(oldRetryAfter)
+	}
 	op.uidTagged = w.setup.upgrade.withUID
 	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)
 }
