@@ -42,14 +42,19 @@ type Deleter struct {
 	ebs.Settings
 
 	mu sync.Mutex
-	// unreturnedGone are the backups (region and UID) whose unreturned snapshots this
+	// unreturnedGone are the backups (region, name and UID) whose unreturned snapshots this
 	// process's deletions have deleted: Velero deletes a backup's snapshots one call each, all
 	// after its item phase, so one look-up per backup and process is enough.
 	unreturnedGone map[backupInRegion]bool
 }
 
 // backupInRegion names one backup's snapshots in one region.
-type backupInRegion struct{ region, uid string }
+type backupInRegion struct{ region, name, uid string }
+
+// backupOfSource names the backup of src, a source in region.
+func backupOfSource(region string, src *types.Snapshot) backupInRegion {
+	return backupInRegion{region, model.TagValue(src.Tags, model.TagBackup), model.TagValue(src.Tags, model.TagBackupUID)}
+}
 
 // NewDeleter returns a Deleter for the location configured by cfg.
 func NewDeleter(cfg model.Config, clients ec2api.Regional, opts ...ebs.Option) *Deleter {
@@ -121,7 +126,7 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 			}
 			if seen.source != nil {
 				s.mu.Lock()
-				s.unreturnedGone[backupInRegion{seen.sourceRegion, model.TagValue(seen.source.Tags, model.TagBackupUID)}] = true
+				s.unreturnedGone[backupOfSource(seen.sourceRegion, seen.source)] = true
 				s.mu.Unlock()
 			}
 			return nil
@@ -245,19 +250,26 @@ func agreedSourceRegion(copies []foundSnapshot) string {
 	return slices.Collect(maps.Keys(regions))[0]
 }
 
-// siblings lists the other snapshots made by the CreateSnapshot call that made src, when that
-// call marked src as the recorded one (it may have made more than one).
+// siblings lists the snapshots that may have been made by the CreateSnapshot call that made
+// src besides it (decideDeletion tells which were): those of its create token, when that call
+// marked src as the recorded one; for a snapshot of an earlier release (no create token),
+// those of its backup UID and PV, which a call retried after a lost answer made twice.
 func (s *Deleter) siblings(ctx context.Context, source regionalSnapshot, src *types.Snapshot) ([]foundSnapshot, error) {
 	tags := model.TagMap(src.Tags)
-	token := tags[model.TagCreateToken]
-	if tags[model.TagRecorded] != model.RecordedTrue || token == "" {
+	var filters []types.Filter
+	switch token, uid, pv := tags[model.TagCreateToken], tags[model.TagBackupUID], tags[model.TagPV]; {
+	case token != "" && tags[model.TagRecorded] == model.RecordedTrue:
+		filters = []types.Filter{ebs.TagFilter(model.TagCreateToken, token)}
+	case token == "" && uid != "" && pv != "":
+		filters = []types.Filter{ebs.TagFilter(model.TagBackupUID, uid), ebs.TagFilter(model.TagPV, pv)}
+	default:
 		return nil, nil
 	}
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := ebs.DescribeSnapshots(ctx, c, []types.Filter{ebs.TagFilter(model.TagCreateToken, token)})
+	snaps, err := ebs.DescribeSnapshots(ctx, c, filters)
 	if err != nil {
 		return nil, fmt.Errorf("looking for other snapshots made with %s: %w", source, err)
 	}
@@ -270,25 +282,26 @@ func (s *Deleter) siblings(ctx context.Context, source regionalSnapshot, src *ty
 	return out, nil
 }
 
-// unreturnedOfBackup lists the snapshots in region carrying src's backup UID and still marked
-// as not returned to Velero: Velero's deletion never names them, so the deletion of any
-// snapshot it recorded for the backup deletes them (decideDeletion tells which), once per
-// backup and process. A source without a UID has none that can be told apart from another backup's.
+// unreturnedOfBackup lists the snapshots in region tagged with src's backup name and still
+// marked as not returned to Velero: Velero's deletion never names them, so the deletion of any
+// snapshot it recorded for the backup deletes those of the backup (decideDeletion tells which:
+// by the UID, or, where the UID is missing, by what CreateSnapshot wrote at creation), once per
+// backup and process.
 func (s *Deleter) unreturnedOfBackup(ctx context.Context, region string, src *types.Snapshot) ([]foundSnapshot, error) {
-	uid := model.TagValue(src.Tags, model.TagBackupUID)
+	key := backupOfSource(region, src)
 	s.mu.Lock()
-	gone := s.unreturnedGone[backupInRegion{region, uid}]
+	gone := s.unreturnedGone[key]
 	s.mu.Unlock()
-	if uid == "" || gone {
+	if key.name == "" || gone {
 		return nil, nil
 	}
 	c, err := s.clients(ctx, region)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := ebs.DescribeSnapshots(ctx, c, []types.Filter{ebs.TagFilter(model.TagBackupUID, uid), ebs.TagFilter(model.TagRecorded, model.RecordedPending)})
+	snaps, err := ebs.DescribeSnapshots(ctx, c, []types.Filter{ebs.TagFilter(model.TagBackup, key.name), ebs.TagFilter(model.TagRecorded, model.RecordedPending)})
 	if err != nil {
-		return nil, fmt.Errorf("looking for the snapshots of backup UID %s in %s that Velero recorded as failed: %w", uid, region, err)
+		return nil, fmt.Errorf("looking for the snapshots of backup %s in %s that Velero recorded as failed: %w", key.name, region, err)
 	}
 	out := make([]foundSnapshot, 0, len(snaps))
 	for _, sn := range snaps {

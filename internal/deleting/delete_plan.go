@@ -64,8 +64,8 @@ type deletionSeen struct {
 	// copies are the snapshots tagged as copies of sourceID (TagSourceSnapshotID) in every
 	// region that may hold one, through the location's and the vault's credentials.
 	copies []foundSnapshot
-	// siblings are the other snapshots of the CreateSnapshot call that made the source, when
-	// that call marked the source as the recorded one.
+	// siblings are the snapshots that may have been made by the CreateSnapshot call that made
+	// the source besides it (siblingOf tells).
 	siblings []foundSnapshot
 	// unreturned are the snapshots in the source's region tagged with the source's backup UID
 	// and still marked recordedPending: made by CreateSnapshot calls of the backup that
@@ -225,7 +225,9 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 		plan.source = &deletionTarget{regionalSnapshot: regionalSnapshot{sourceRegion, seen.sourceID}}
 	}
 	for _, sib := range seen.siblings {
-		plan.rest = append(plan.rest, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
+		if siblingOf(seen.source, sib.snap) {
+			plan.rest = append(plan.rest, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
+		}
 	}
 	for _, c := range copies {
 		t := deletionTarget{regionalSnapshot: c.regionalSnapshot, via: c.via}
@@ -273,6 +275,24 @@ func (seen deletionSeen) backup() (b backupOf, refusal string) {
 		seen.sourceID, strings.Join(which, "; "), model.TagSourceSnapshotID)
 }
 
+// siblingOf reports whether sib was made by the CreateSnapshot call that made src, the recorded
+// source: it carries the same create token, src being marked as the recorded one; or, both
+// made by an earlier release (no create token), it is a snapshot of the same backup UID, PV and
+// volume, neither a copy nor marked unreturned: that release retried a call after a lost
+// answer, and Velero records one snapshot per PV.
+func siblingOf(src *types.Snapshot, sib types.Snapshot) bool {
+	if src == nil {
+		return false
+	}
+	s, t := model.TagMap(src.Tags), model.TagMap(sib.Tags)
+	if token := s[model.TagCreateToken]; token != "" {
+		return s[model.TagRecorded] == model.RecordedTrue && t[model.TagCreateToken] == token
+	}
+	return t[model.TagCreateToken] == "" && s[model.TagBackupUID] != "" && t[model.TagBackupUID] == s[model.TagBackupUID] &&
+		s[model.TagPV] != "" && t[model.TagPV] == s[model.TagPV] && aws.ToString(sib.VolumeId) == aws.ToString(src.VolumeId) &&
+		t[model.TagSourceSnapshotID] == "" && t[model.TagRecorded] != model.RecordedPending
+}
+
 // unreturnedOf splits the unreturned snapshots the deletion read into those of backup b to
 // delete and those to leave alone: a copy, another backup's (by name or UID: another install,
 // or an earlier backup of the same name, whose CreateSnapshot calls may still be under way),
@@ -280,20 +300,51 @@ func (seen deletionSeen) backup() (b backupOf, refusal string) {
 // refuses while the backup is in progress, and a server restart fails a backup that was), so
 // no CreateSnapshot call of b can still return one of its own to Velero: each goes, however
 // young.
+//
+// Where the backup's UID is missing on either side (the item phase's plugin process restarted
+// before the CreateSnapshot, losing what Execute handed it), a snapshot is b's by what that
+// CreateSnapshot wrote at creation: its create token, b's name and this install's identity
+// (the recorded source's), and a start within sameBackupSpan of the recorded source's. A
+// backup's name is unique within an install while it exists, so no other backup of this
+// install can have such a snapshot under way; another install's, one of an install whose
+// identity was not read, and one started too far from the recorded source (an earlier backup
+// of the same name) are left, logged.
 func (seen deletionSeen) unreturnedOf(b backupOf) (del, leave []deletionTarget) {
 	for _, u := range seen.unreturned {
-		t := model.TagMap(u.snap.Tags)
 		target := deletionTarget{regionalSnapshot: u.regionalSnapshot, via: u.via}
 		switch {
 		case u.id == seen.sourceID:
-		case b.uid == "" || t[model.TagBackupUID] != b.uid || t[model.TagBackup] != b.name || t[model.TagSourceSnapshotID] != "" || t[model.TagRecorded] != model.RecordedPending:
+		case seen.isUnreturnedOf(u, b):
+			del = append(del, target)
+		default:
 			target.why = fmt.Sprintf("it is marked %s=%s, but is not a snapshot of this deletion's %s", model.TagRecorded, model.RecordedPending, b)
 			leave = append(leave, target)
-		default:
-			del = append(del, target)
 		}
 	}
 	return del, leave
+}
+
+// sameBackupSpan is how far from the recorded source's start another snapshot of its backup
+// may have started without the backup's UID to tell it: Velero takes a backup's snapshots one
+// after another in its item phase, which a day covers.
+const sameBackupSpan = 24 * time.Hour
+
+// isUnreturnedOf reports whether u, a snapshot marked unreturned, is one of backup b's (see
+// unreturnedOf).
+func (seen deletionSeen) isUnreturnedOf(u foundSnapshot, b backupOf) bool {
+	t := model.TagMap(u.snap.Tags)
+	if b.name == "" || t[model.TagBackup] != b.name || t[model.TagSourceSnapshotID] != "" || t[model.TagRecorded] != model.RecordedPending {
+		return false
+	}
+	if uid := t[model.TagBackupUID]; uid != "" && b.uid != "" {
+		return uid == b.uid
+	}
+	if seen.source == nil {
+		return false
+	}
+	install := model.TagValue(seen.source.Tags, model.TagInstall)
+	gap := aws.ToTime(u.snap.StartTime).Sub(aws.ToTime(seen.source.StartTime)).Abs()
+	return install != "" && t[model.TagInstall] == install && t[model.TagCreateToken] != "" && gap <= sameBackupSpan
 }
 
 // markTarget is the source to mark as being deleted: one not marked yet, with a target that

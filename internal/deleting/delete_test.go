@@ -332,6 +332,19 @@ func TestDecideDeletion(t *testing.T) {
 	otherUID := retagged(mockec2.CopyOfSnap("snap-0000000e", src, types.SnapshotStateCompleted), model.TagBackupUID, "uid-of-another-install")
 	failedCreate := mockec2.Snapshot("snap-00000010", "vol-0123456789abcdef1", types.SnapshotStateCompleted, mockec2.WithTags(model.TagRecorded, model.RecordedPending))
 	noUID := retagged(src, model.TagBackupUID, "")
+	// What CreateSnapshot writes at creation, when the UID handoff was lost or not.
+	const install, otherInstall = "cluster-uid/velero", "other-cluster-uid/velero"
+	installed := retagged(src, model.TagInstall, install)
+	installedNoUID := retagged(installed, model.TagBackupUID, "")
+	failedMade := retagged(failedCreate, model.TagInstall, install, model.TagCreateToken, "token-1")
+	failedNoUID := retagged(failedMade, model.TagBackupUID, "")
+	failedEarlier := failedNoUID
+	failedEarlier.StartTime = aws.Time(mockec2.T0.Add(-sameBackupSpan - time.Minute))
+	// An earlier release's snapshots (no create token) of two static PVs on one volume: its
+	// CreateSnapshot of pv-1, retried after a lost answer, made two.
+	oldSrc := retagged(src, model.TagPV, "pv-1", model.TagRecorded, model.RecordedTrue)
+	oldRetried := mockec2.Snapshot("snap-00000020", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1"))
+	oldOtherPV := mockec2.Snapshot("snap-00000021", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-2", model.TagRecorded, model.RecordedTrue))
 	inSrc := func(snaps ...types.Snapshot) []foundSnapshot {
 		var out []foundSnapshot
 		for _, s := range snaps {
@@ -472,8 +485,40 @@ func TestDecideDeletion(t *testing.T) {
 		{name: "a failed snapshot tagged with another backup's name is left alone",
 			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedCreate, model.TagBackup, "weekly"))}, now: time.Hour,
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
-		{name: "without the source's UID no failed snapshot can be told as the backup's",
+		{name: "an earlier release's second snapshot of the recorded one's PV (its CreateSnapshot retried after a lost answer) goes with it",
+			seen: deletionSeen{source: &oldSrc, copies: inDst(locationCredentials, cp), siblings: inSrc(oldRetried)},
+			want: "delete snap-0000000a in us-east-1; then snap-00000020 in us-east-1,snap-0000000b in us-west-2"},
+		{name: "an earlier release's snapshot of another static PV on the same volume stays",
+			seen: deletionSeen{source: &oldSrc, copies: inDst(locationCredentials, cp), siblings: inSrc(oldOtherPV)},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "an earlier release's snapshot of the same PV and another backup's UID stays",
+			seen: deletionSeen{source: &oldSrc, copies: inDst(locationCredentials, cp), siblings: inSrc(retagged(oldRetried, model.TagBackupUID, "uid-of-an-earlier-backup"))},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a snapshot of this release with the UID and PV of an earlier release's recorded one is not its sibling",
+			seen: deletionSeen{source: &oldSrc, copies: inDst(locationCredentials, cp), siblings: inSrc(retagged(oldRetried, model.TagCreateToken, "token-2"))},
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "without the source's UID or this install's identity no failed snapshot can be told as the backup's",
 			seen: deletionSeen{source: &noUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedCreate)}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		// The item phase's plugin process restarted before a CreateSnapshot: its snapshot has no
+		// UID, and is the backup's by its name, this install's identity and its start.
+		{name: "a failed snapshot made without the UID by a restarted plugin process goes with the backup",
+			seen: deletionSeen{source: &installed, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedNoUID)}, now: time.Hour,
+			want: "first snap-00000010 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a failed snapshot goes with a backup whose recorded snapshot was made without the UID",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedMade)}, now: time.Hour,
+			want: "first snap-00000010 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
+		{name: "a failed snapshot without the UID of another install's backup of the same name is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedNoUID, model.TagInstall, otherInstall))}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a failed snapshot without the UID of an install whose identity was not read is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedNoUID, model.TagInstall, ""))}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a failed snapshot without the UID started over a day before the recorded one (an earlier backup of the same name) is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(failedEarlier)}, now: time.Hour,
+			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
+		{name: "a snapshot without the UID marked pending that no CreateSnapshot of this plugin made (no create token) is left alone",
+			seen: deletionSeen{source: &installedNoUID, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedNoUID, model.TagCreateToken, ""))}, now: time.Hour,
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
 	}
 	for _, tt := range tests {

@@ -28,6 +28,9 @@ type Place struct {
 	// Config is the location's config as Velero passes it to the volume snapshotter; nil when
 	// not known. The copies it asks for are expected of the location's snapshots.
 	Config map[string]string
+	// Unread is true when the Kubernetes API refused to show the backup's locations: the
+	// copies they ask for cannot be told.
+	Unread bool
 }
 
 // ClientsFor returns the clients of the target's account: the vault's for a vault, the
@@ -100,7 +103,7 @@ func (l resolvedLocator) RestorePlaces(ctx context.Context, restore *velerov1.Re
 func (l resolvedLocator) places(c location.Choice, region string) []Place {
 	out := make([]Place, 0, len(c.Locations))
 	for _, loc := range c.Locations {
-		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note, Config: loc.Config}
+		p := Place{Location: loc.Name, Clients: l.clients.ForCredentials(loc.Credentials), Note: c.Note, Config: loc.Config, Unread: loc.Unread}
 		if loc.Vault != nil {
 			creds := *loc.Vault
 			p.Vault = l.clients.ForCredentials(creds)

@@ -86,6 +86,9 @@ type Location struct {
 	Credentials ec2api.Credentials
 	// Vault, when the location names a vault account, are the credentials the plugin uses there.
 	Vault *ec2api.Credentials
+	// Unread is true for the default chain standing in for locations the Kubernetes API refused
+	// to show: whether the backup's location asks for copies cannot be told.
+	Unread bool
 }
 
 // DefaultChain reports whether l stands for the SDK's default credential chain.
@@ -272,7 +275,9 @@ func (r *Resolver) fallback(err error, named []string) (Choice, error) {
 	}
 	r.lost(r.log, u)
 	if !u.transient {
-		return defaultChain("no Kubernetes API access (" + u.Error() + ")" + defaultChainSuffix), nil
+		c := defaultChain("no Kubernetes API access (" + u.Error() + ")" + defaultChainSuffix)
+		c.Locations[0].Unread = true
+		return c, nil
 	}
 	if len(named) == 0 {
 		named = []string{""}

@@ -73,6 +73,51 @@ func decideUnresolved(op model.Operation, st velerov1.BackupStatus, backupName s
 	return p
 }
 
+// decideUnnamedPV says why an operation of an earlier release (its ID names no PV) waits before
+// following src, the snapshot it resolved to, or "" when it follows it. Such an operation tells
+// its snapshot by volume and time only, and two static PVs may share the volume: src may be the
+// other PV's, listed while this operation's own is not yet. It waits while that may be so:
+// until EC2 lists as many of the backup's recorded snapshots as Velero recorded (its own, if
+// any, among them), or its create window has passed (its own, if any, is listed by then and
+// resolved beside src).
+func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.BackupStatus, l lookup, cfg decideCfg, now time.Time) string {
+	pv := model.TagValue(src.Tags, model.TagPV)
+	if op.PV != "" || pv == "" || l.recorded >= int(st.VolumeSnapshotsCompleted) || now.Sub(op.Issued) >= cfg.createWindow {
+		return ""
+	}
+	return fmt.Sprintf("this operation, opened by an earlier release of the plugin, names no persistent volume, and snapshot %s of volume %s is of PV %s: "+
+		"waiting until EC2 lists all %d snapshots Velero recorded for this backup (it lists %d %s), or until %s, so as not to follow another PV's snapshot of the same volume",
+		aws.ToString(src.SnapshotId), op.VolumeID, pv, st.VolumeSnapshotsCompleted, l.recorded, l.where, op.Issued.Add(cfg.createWindow).UTC().Format(time.RFC3339))
+}
+
+// decideUnreadLocation reports an operation following src, a snapshot this plugin did not take
+// (another provider's location took it, so it carries no copy intent), while the Kubernetes
+// API refuses to show the backup's locations (pl.Unread): whether the backup's location of
+// this plugin asks for copies, which src will never have, cannot be told. The operation shows
+// the snapshot's progress and waits, saying why, for the not-found grace after it was opened
+// (access may return; the next read then decides, decideForeignSource), then fails naming the
+// cause and the fix. decided is false when it does not apply.
+func decideUnreadLocation(op model.Operation, src *types.Snapshot, pl ebs.Place, cfg decideCfg, p velero.OperationProgress) (_ velero.OperationProgress, decided bool) {
+	if !pl.Unread || model.MadeByThisPlugin(src) {
+		return p, false
+	}
+	id := aws.ToString(src.SnapshotId)
+	why := fmt.Sprintf("snapshot %s of volume %s was not taken by this plugin (it carries none of the tags %s writes when it takes a snapshot), and the Kubernetes API refuses to show the backup's VolumeSnapshotLocations, "+
+		"so whether the backup's location of this plugin asks for a copy, which this snapshot would not have, cannot be told", id, op.VolumeID, model.VolumeSnapshotterName)
+	if p.Updated.Sub(op.Issued) >= cfg.notFoundGrace {
+		p.Completed = true
+		p.Err = fmt.Sprintf("%s (%s): let Velero's service account get and list volumesnapshotlocations and secrets in its namespace", why, pl.Note)
+		return p, true
+	}
+	p.Started, p.NTotal = aws.ToTime(src.StartTime), 100
+	p, _ = decideSource(op, src, p)
+	if !p.Completed {
+		p.Description = fmt.Sprintf("snapshot %s in %s: %s; waiting until %s for the Kubernetes API: %s", id, op.Region, progressText(src.Progress),
+			op.Issued.Add(cfg.notFoundGrace).UTC().Format(time.RFC3339), why)
+	}
+	return p, true
+}
+
 // decideAmbiguous reports an operation with several snapshots that could each be the one Velero
 // recorded. The mark that tells them apart is written before CreateSnapshot returns, so it is
 // waited for while a create may still be under way; after that the operation fails, naming them.

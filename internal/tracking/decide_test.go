@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
 
@@ -101,6 +102,40 @@ func TestDecideRefusedListing(t *testing.T) {
 			}
 			if !strings.Contains(p.Err+p.Description, ec2api.CodeUnauthorized) {
 				t.Errorf("%q does not name EC2's refusal", p.Err+p.Description)
+			}
+		})
+	}
+}
+
+// An operation of an earlier release names no PV: while EC2 may not list its own snapshot yet,
+// it does not follow another static PV's snapshot of the same volume.
+func TestWhenAnEarlierReleasesOperationFollowsASnapshot(t *testing.T) {
+	cfg := decideCfg{createWindow: 12 * time.Minute}
+	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pvc-static-1"))
+	old := model.Operation{Region: mockec2.SrcRegion, VolumeID: mockec2.VolA, Issued: mockec2.T0}
+	named := old
+	named.PV = "pvc-static-2"
+	tests := []struct {
+		name     string
+		op       model.Operation
+		listed   int
+		after    time.Duration
+		wantWait bool
+	}{
+		{name: "an earlier release's operation waits while EC2 lists fewer snapshots than Velero recorded, saying why", op: old, listed: 1, after: time.Minute, wantWait: true},
+		{name: "an earlier release's operation follows the snapshot once EC2 lists every one Velero recorded", op: old, listed: 2, after: time.Minute},
+		{name: "an earlier release's operation follows the snapshot once its own would be listed beside it", op: old, listed: 1, after: 12 * time.Minute},
+		{name: "an operation naming its PV follows its PV's snapshot at once", op: named, listed: 1, after: time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := velerov1.BackupStatus{VolumeSnapshotsAttempted: 2, VolumeSnapshotsCompleted: 2}
+			why := decideUnnamedPV(tt.op, &src, st, lookup{recorded: tt.listed}, cfg, mockec2.T0.Add(tt.after))
+			if (why != "") != tt.wantWait {
+				t.Fatalf("wait reason %q, want waiting %v", why, tt.wantWait)
+			}
+			if tt.wantWait && (!strings.Contains(why, "pvc-static-1") || !strings.Contains(why, "names no persistent volume")) {
+				t.Errorf("wait reason %q names neither the other PV nor why", why)
 			}
 		})
 	}

@@ -40,6 +40,7 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 		op         string
 		backup     *velerov1.Backup
 		east, west []types.Snapshot
+		elapsed    time.Duration // since the operation was opened
 		want       want
 		wantCopies []string // sources copied
 		wantGone   []string // snapshots deleted in the source region
@@ -72,11 +73,16 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.ToDest(model.TagPV, "pv-1", model.TagCreateToken, "t1", model.TagRecorded, "true"), mockec2.StartedAt(time.Minute)),
 			},
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2: 0%"}, wantCopies: []string{"snap-0000000a"}, wantGone: []string{"snap-0000000e"}},
-		{name: "an operation of the previous release (v1 ID, no PV)", op: opID(mockec2.VolA), backup: started,
+		// An operation of the previous release names no PV: it follows a PV's snapshot of its
+		// volume only once its own, if another static PV's is all EC2 lists, would be listed too.
+		{name: "an operation of the previous release (v1 ID, no PV) waits while the snapshot it finds may be another static PV's", op: opID(mockec2.VolA), backup: started,
+			east: []types.Snapshot{mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1"), withoutUID())},
+			want: want{desc: "names no persistent volume, and snapshot snap-0000000a of volume " + mockec2.VolA + " is of PV pv-1"}},
+		{name: "an operation of the previous release (v1 ID, no PV)", op: opID(mockec2.VolA), backup: started, elapsed: 12 * time.Minute,
 			east: []types.Snapshot{mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1"), withoutUID())},
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
 		// Before create tokens existed: neither snapshot carries one, so neither is the other's stray.
-		{name: "two static PVs on one EBS volume across the upgrade: the other PV's snapshot is kept", op: opID(mockec2.VolA), backup: started,
+		{name: "two static PVs on one EBS volume across the upgrade: the other PV's snapshot is kept", op: opID(mockec2.VolA), backup: started, elapsed: 12 * time.Minute,
 			east: []types.Snapshot{
 				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1"), withoutUID(), mockec2.StartedAt(-30*time.Second)),
 				mockec2.Snapshot("snap-0000000b", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-2"), withoutUID(), mockec2.StartedAt(2*time.Second)),
@@ -92,6 +98,7 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 			f.Src().Add(tt.east...)
 			f.Dst().Add(tt.west...)
 			m := serveTracker(f, nil)
+			f.Clk.Step(tt.elapsed)
 			p, err := newTracker(f).Progress(context.Background(), tt.op, tt.backup)
 			checkProgress(t, p, err, tt.want)
 			var copied []string
@@ -348,6 +355,8 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 		name      string
 		locations []string
 		snap      types.Snapshot
+		unread    bool
+		elapsed   time.Duration
 		want      want
 	}{
 		{name: "the backup names this plugin's location with a copy region", locations: []string{"aws-default", "async"}, snap: upstream,
@@ -360,6 +369,13 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
 		{name: "an earlier release's snapshot, without create token or recorded mark", locations: []string{"aws-default", "async"}, snap: earlier,
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
+		// The Kubernetes API refuses the plugin: the backup's locations cannot be read.
+		{name: "the backup's locations unreadable: the operation shows the snapshot and waits, saying why", locations: []string{"aws-default", "async"}, snap: upstream, unread: true, elapsed: time.Minute,
+			want: want{n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1: 100%; waiting until 2026-11-30T03:15:00Z for the Kubernetes API: snapshot snap-0000000a of volume " + mockec2.VolA + " was not taken by this plugin"}},
+		{name: "the backup's locations unreadable past the grace: the operation fails naming the cause and the fix", locations: []string{"aws-default", "async"}, snap: upstream, unread: true, elapsed: 15 * time.Minute,
+			want: want{completed: true, errTxt: "the Kubernetes API refuses to show the backup's VolumeSnapshotLocations, so whether the backup's location of this plugin asks for a copy, which this snapshot would not have, cannot be told (forbidden): let Velero's service account get and list volumesnapshotlocations"}},
+		{name: "the backup's locations unreadable: this plugin's snapshot is followed as ever", locations: []string{"aws-default", "async"}, snap: own, unread: true, elapsed: time.Minute,
+			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,11 +383,15 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			f.Src().Add(tt.snap)
 			serveTracker(f, nil)
 			loc := mockec2.PlacesOf{{Location: "async", Clients: f.Clients(), Config: map[string]string{model.ConfigRegion: mockec2.SrcRegion, model.ConfigCopyToRegion: mockec2.DstRegion}}}
+			if tt.unread {
+				loc = mockec2.PlacesOf{{Clients: f.Clients(), Note: "forbidden", Unread: true}}
+			}
+			f.Clk.Step(tt.elapsed)
 			backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 1)
 			backup.Spec.VolumeSnapshotLocations = tt.locations
 			p, err := newTracker(f, ebs.WithLocator(loc)).Progress(context.Background(), pvOp(mockec2.VolA, "pv-1"), backup)
 			checkProgress(t, p, err, tt.want)
-			if tt.want.errTxt != "" && !strings.Contains(p.Err, "no copy to us-west-2") {
+			if tt.want.errTxt != "" && !tt.unread && !strings.Contains(p.Err, "no copy to us-west-2") {
 				t.Errorf("error %q does not say which copy is missing", p.Err)
 			}
 		})

@@ -107,6 +107,7 @@ func drawSetup(t *rapid.T) setup {
 	}
 	if rapid.IntRange(0, 7).Draw(t, "item phase on the earlier release (0)") == 0 {
 		s = upgradeSetup(s, rapid.Bool().Draw(t, "earlier release's UID tag"), rapid.Bool().Draw(t, "earlier release's recorded mark"))
+		s.upgrade.retried = s.upgrade.withUID && s.upgrade.marked && rapid.Bool().Draw(t, "earlier release's CreateSnapshot retried after a lost answer")
 	}
 	return s
 }

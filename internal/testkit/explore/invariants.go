@@ -284,11 +284,13 @@ func (w *world) copyIn(snaps map[string]ec2sim.Snapshot, source, account, region
 	return nil
 }
 
-// checkSources checks that at most one source is kept per PV of the backup (UID-tagged).
+// checkSources checks that at most one source this release made (with its create token) is
+// kept per PV of the backup (UID-tagged). An earlier release's CreateSnapshot retried after a
+// lost answer made two; they go with the backup (checkDeleted).
 func (w *world) checkSources() {
 	perPV := map[string][]string{}
 	for _, s := range sortedSnaps(w.everything()) {
-		if s.SourceSnapshotID == "" && !s.DeletePending && s.Tags[model.TagBackupUID] == backupUID {
+		if s.SourceSnapshotID == "" && !s.DeletePending && s.Tags[model.TagBackupUID] == backupUID && s.Tags[model.TagCreateToken] != "" {
 			perPV[s.Tags[model.TagPV]] = append(perPV[s.Tags[model.TagPV]], s.ID)
 		}
 	}

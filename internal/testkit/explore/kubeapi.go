@@ -171,7 +171,7 @@ func (l kubeLocator) RestorePlaces(ctx context.Context, r *velerov1.Restore, reg
 func (l kubeLocator) places(c location.Choice) []ebs.Place {
 	out := make([]ebs.Place, 0, len(c.Locations))
 	for _, loc := range c.Locations {
-		p := ebs.Place{Location: loc.Name, Clients: l.w.clientsOf(loc.Credentials, "source"), Note: c.Note, Config: loc.Config}
+		p := ebs.Place{Location: loc.Name, Clients: l.w.clientsOf(loc.Credentials, "source"), Note: c.Note, Config: loc.Config, Unread: loc.Unread}
 		if loc.Vault != nil {
 			creds := *loc.Vault
 			p.Vault = l.w.clientsOf(creds, "vault")

@@ -1,6 +1,8 @@
 package explore
 
 import (
+	"time"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
@@ -12,6 +14,13 @@ import (
 
 // oldRecordedMark is the recorded mark earlier releases wrote once CreateSnapshot returned.
 const oldRecordedMark = "true"
+
+// oldRetryAfter is how long the earlier release's CreateSnapshot waited before asking again
+// after a lost answer: EC2 takes one snapshot of a volume every 15 seconds.
+const oldRetryAfter = 16 * time.Second
+
+// oldRetries bounds the requests of the earlier release's CreateSnapshot after a lost answer.
+const oldRetries = 3
 
 // upgradePVs are the two static PVs of an upgrade run, both on the backup's first volume.
 var upgradePVs = []string{"pvc-static-1", "pvc-static-2"}
@@ -25,8 +34,9 @@ func upgradeSetup(s setup, withUID, marked bool) setup {
 	return s
 }
 
-// oldRelease is how the earlier release tagged its snapshots.
-type oldRelease struct{ withUID, marked bool }
+// oldRelease is how the earlier release tagged its snapshots, and whether its CreateSnapshot of
+// the first PV was retried after a lost answer (making two snapshots, the first unmarked).
+type oldRelease struct{ withUID, marked, retried bool }
 
 // oldExecute is the earlier release's Execute of PV i: a v1 operation ID.
 func (w *world) oldExecute(i int) {
@@ -45,10 +55,26 @@ func (w *world) oldCreate(i int) {
 	if w.setup.upgrade.withUID {
 		tags[model.TagBackupUID] = backupUID
 	}
+	tries := 1
+	if w.setup.upgrade.retried && op == w.ops[0] {
+		// The first request's answer was lost: the earlier release asked again once EC2's
+		// per-volume rate allowed (riding it out), and marked only the snapshot it returned.
+		w.createAs(op, "earlier release", tags)
+		w.logf("velero: CreateSnapshot %s on the earlier release: the answer of %q is lost, and the request sent again once EC2's per-volume rate allows", op.pv, op.snapshotID)
+		op.snapshotID, op.createErr, tries = "", "", oldRetries
+		w.clk.Step(oldRetryAfter)
+	}
 	if w.setup.upgrade.marked {
 		tags[model.TagRecorded] = oldRecordedMark
 	}
-	w.createAs(op, "earlier release", tags)
+	for try := 1; ; try++ {
+		w.createAs(op, "earlier release", tags)
+		if op.createErr == "" || try == tries {
+			break
+		}
+		op.createErr = ""
+		w.clk.Step(oldRetryAfter)
+	}
 	op.uidTagged = w.setup.upgrade.withUID
 	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)
 }

@@ -183,7 +183,7 @@ func (s setup) String() string {
 	}
 	upgrade := ""
 	if s.upgrade != nil {
-		upgrade = fmt.Sprintf("; static PVs on one volume, item phase on the earlier release (UID tag %v, recorded mark %v)", s.upgrade.withUID, s.upgrade.marked)
+		upgrade = fmt.Sprintf("; static PVs on one volume, item phase on the earlier release (UID tag %v, recorded mark %v, a CreateSnapshot retried after a lost answer %v)", s.upgrade.withUID, s.upgrade.marked, s.upgrade.retried)
 	}
 	if s.restoredVolumes {
 		upgrade += "; volumes this plugin restored"
