@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -125,11 +126,9 @@ func Candidates(sources []types.Snapshot, op Operation, id BackupIdentity, windo
 			tagged = append(tagged, *s)
 			continue
 		}
-		start := aws.ToTime(s.StartTime)
-		if start.Before(op.Issued.Add(-ClockSkew)) || start.After(op.Issued.Add(window)) {
-			continue
+		if inWindow(*s, op, window) {
+			timed = append(timed, *s)
 		}
-		timed = append(timed, *s)
 	}
 	if len(tagged) > 0 {
 		return tagged
@@ -137,11 +136,41 @@ func Candidates(sources []types.Snapshot, op Operation, id BackupIdentity, windo
 	return timed
 }
 
+// ofSeveralPVs reports whether snaps are snapshots of more than one PV.
+func ofSeveralPVs(snaps []types.Snapshot) bool {
+	for _, s := range snaps {
+		if TagValue(s.Tags, TagPV) != TagValue(snaps[0].Tags, TagPV) {
+			return true
+		}
+	}
+	return false
+}
+
+// inWindow reports whether s started within op's window: from the clock skew before it was
+// opened to window after.
+func inWindow(s types.Snapshot, op Operation, window time.Duration) bool {
+	start := aws.ToTime(s.StartTime)
+	return !start.Before(op.Issued.Add(-ClockSkew)) && !start.After(op.Issued.Add(window))
+}
+
 // Resolve picks the recorded snapshot among candidates: the only one; else the one marked
 // recorded (the others of its CreateSnapshot call are strays); else the only one started after
 // the operation was opened (the others are older snapshots of a backup of the same name).
-// Anything else is ambiguous: the plugin cannot tell which one Velero holds.
+// Candidates of several PVs (an operation naming none) are first narrowed to those started
+// after it opened, which must be of one PV. Anything else is ambiguous: the plugin cannot tell
+// which one Velero holds.
 func Resolve(cands []types.Snapshot, issued time.Time) Resolution {
+	if ofSeveralPVs(cands) {
+		// An operation naming no PV (an earlier release's) on a volume static PVs share: a
+		// mark tells a call's strays from its returned snapshot, not one PV's recorded
+		// snapshot from another's. Velero takes the PVs one after another, so only those
+		// started after the operation opened can be its own, and they must be of one PV.
+		own := slices.DeleteFunc(slices.Clone(cands), func(s types.Snapshot) bool { return aws.ToTime(s.StartTime).Before(issued) })
+		if len(own) == 0 || ofSeveralPVs(own) {
+			return Resolution{Ambiguous: cands}
+		}
+		cands = own
+	}
 	switch len(cands) {
 	case 0:
 		return Resolution{}

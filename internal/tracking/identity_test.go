@@ -88,6 +88,12 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 				mockec2.Snapshot("snap-0000000b", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-2"), withoutUID(), mockec2.StartedAt(2*time.Second)),
 			},
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000b in us-east-1 completed"}},
+		{name: "an operation of the previous release (v1 ID, no PV) never follows another static PV's snapshot taken before it opened, even the only one marked recorded", op: opID(mockec2.VolA), backup: started, elapsed: 12 * time.Minute,
+			east: []types.Snapshot{
+				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1", model.TagRecorded, "true"), mockec2.StartedAt(-time.Minute)),
+				mockec2.Snapshot("snap-0000000b", mockec2.VolA, types.SnapshotStatePending, mockec2.WithTags(model.TagPV, "pv-2"), mockec2.StartedAt(16*time.Second), mockec2.Progress("10%")),
+			},
+			want: want{n: 10, total: 100, desc: "snapshot snap-0000000b in us-east-1: 10%"}},
 		{name: "an operation of the previous release ignores an older backup's snapshot", op: opID(mockec2.VolA), backup: started,
 			east: []types.Snapshot{mockec2.Snapshot("snap-0000001d", mockec2.VolA, types.SnapshotStateCompleted, mockec2.StartedAt(-time.Hour), withoutUID())},
 			want: want{desc: "waiting for EC2 to list the snapshot"}},
