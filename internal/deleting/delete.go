@@ -358,16 +358,16 @@ func (s *Deleter) probeUnlisted(ctx context.Context, targets []regionalSnapshot)
 	return unlistedGone, nil
 }
 
-// carryOut deletes what plan deletes, source first, keeps and leaves the rest, within the
+// carryOut deletes what plan deletes, the snapshots Velero does not name first, then the source, keeps and leaves the rest, within the
 // budget that ends at deadline.
 func (s *Deleter) carryOut(ctx context.Context, plan deletionPlan, deadline time.Time) error {
 	for _, t := range plan.leave {
 		s.Log.Infof("Left snapshot %s alone: %s", t, t.why)
 	}
 	var failed []error
-	for _, t := range plan.unreturned {
+	for _, t := range plan.first {
 		if err := s.deleteWithin(ctx, t, deadline); err != nil {
-			failed = append(failed, fmt.Errorf("%w (made by a CreateSnapshot that returned an error to Velero)", err))
+			failed = append(failed, fmt.Errorf("%w (a snapshot of this backup Velero does not name: its CreateSnapshot returned an error to Velero, or made it besides the recorded one)", err))
 		}
 	}
 	if err := errors.Join(failed...); err != nil {

@@ -111,13 +111,15 @@ type deletionPlan struct {
 	// latest; until then EC2 is read again. waitingFor says which.
 	waitUntil  time.Time
 	waitingFor string
-	// unreturned are deleted first: the backup's snapshots whose CreateSnapshot returned an
-	// error to Velero, found through the source's backup UID, so the source stays until they
-	// are gone. source is deleted next (nil when it is not this location's to delete); rest
+	// first are deleted first: the snapshots of the backup that Velero never names, those whose
+	// CreateSnapshot returned an error to Velero and the other snapshots of the call that made
+	// the source (its siblings), each found through the source, so the source stays until they
+	// are gone (and an open operation never follows a sibling once its source is gone). source
+	// is deleted next (nil when it is not this location's to delete); rest
 	// only once it is gone, so that a deletion failing half-way leaves what the next one needs.
-	unreturned []deletionTarget
-	source     *deletionTarget
-	rest       []deletionTarget
+	first  []deletionTarget
+	source *deletionTarget
+	rest   []deletionTarget
 	// keep are this backup's snapshots that stay (locked, or retained vault copies): tagged
 	// with when their backup was deleted, and logged. leave are snapshots that only look like
 	// this backup's: not touched, logged.
@@ -215,7 +217,7 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 		}
 	}
 	unreturned, leave := seen.unreturnedOf(ours)
-	plan.unreturned, plan.leave = unreturned, append(plan.leave, leave...)
+	plan.first, plan.leave = unreturned, append(plan.leave, leave...)
 	sourceRegion := cmp.Or(seen.sourceRegion, seen.here)
 	switch owner := otherSourceAccount(copies); {
 	case seen.source == nil && owner != "":
@@ -226,7 +228,7 @@ func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) del
 	}
 	for _, sib := range seen.siblings {
 		if siblingOf(seen.source, sib.snap) {
-			plan.rest = append(plan.rest, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
+			plan.first = append(plan.first, deletionTarget{regionalSnapshot: sib.regionalSnapshot, via: sib.via})
 		}
 	}
 	for _, c := range copies {

@@ -485,9 +485,9 @@ func TestDecideDeletion(t *testing.T) {
 		{name: "a failed snapshot tagged with another backup's name is left alone",
 			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp), unreturned: inSrc(retagged(failedCreate, model.TagBackup, "weekly"))}, now: time.Hour,
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2; leave snap-00000010 in us-east-1"},
-		{name: "an earlier release's second snapshot of the recorded one's PV (its CreateSnapshot retried after a lost answer) goes with it",
+		{name: "an earlier release's second snapshot of the recorded one's PV (its CreateSnapshot retried after a lost answer) goes first, so no operation follows it once the recorded one is gone",
 			seen: deletionSeen{source: &oldSrc, copies: inDst(locationCredentials, cp), siblings: inSrc(oldRetried)},
-			want: "delete snap-0000000a in us-east-1; then snap-00000020 in us-east-1,snap-0000000b in us-west-2"},
+			want: "first snap-00000020 in us-east-1; delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
 		{name: "an earlier release's snapshot of another static PV on the same volume stays",
 			seen: deletionSeen{source: &oldSrc, copies: inDst(locationCredentials, cp), siblings: inSrc(oldOtherPV)},
 			want: "delete snap-0000000a in us-east-1; then snap-0000000b in us-west-2"},
@@ -558,7 +558,7 @@ func planText(p deletionPlan) string {
 		return "wait until " + p.waitUntil.UTC().Format(time.RFC3339)
 	}
 	var parts, first []string
-	for _, t := range p.unreturned {
+	for _, t := range p.first {
 		first = append(first, t.String())
 	}
 	if len(first) > 0 {
