@@ -102,6 +102,7 @@ func (w *world) reconcile() {
 			}
 			w.cancels.inCancel = false
 			w.checkCall("Cancel", op.pv, w.clk.Since(start), err)
+			w.faults.callReturned()
 			op.state, op.result, op.cancelledAt, op.endedAt, op.cancelErr = opFailed, "timed out", w.clk.Now(), w.clk.Now(), err
 			op.copiesAtCancel = w.copiesOf(op.snapshotID)
 			w.logf("velero: %s timed out; Cancel -> %v", op.pv, err)
@@ -123,6 +124,7 @@ func (w *world) reconcile() {
 			continue
 		}
 		w.checkCall("Progress", op.pv, w.clk.Since(start), nil)
+		w.faults.callReturned()
 		if err == nil && !p.completed {
 			w.checkForward(op, p.done, p.total, p.desc)
 		}

@@ -40,6 +40,9 @@ const (
 	actLoseCancel = "velero: reconcile, the plugin process lost in a Cancel"
 	// actSameVolume is another backup of the same name snapshotting this backup's volume (lost.go).
 	actSameVolume = "other install: snapshot of this backup's volume"
+	// actFailedMark is a reconcile in which EC2 fails the location's CreateTags for the first
+	// plugin call that sends one, and serves the next calls.
+	actFailedMark = "velero: reconcile, EC2 failing one call's CreateTags"
 	// actRefusalBegins is an account's policy beginning to refuse a copy mid-run (copied.go).
 	actRefusalBegins = "account: policy begins refusing a copy"
 )
@@ -161,6 +164,11 @@ func (w *world) enabled() []string {
 		if w.timedOutBeside() {
 			out = append(out, actLoseCancel)
 		}
+		if w.setup.markRefused {
+			// Where an operation may end with its copy unstarted and unmarked: a failure of
+			// that call alone must not let the process's next call copy its source.
+			out = append(out, actFailedMark)
+		}
 	}
 	if w.itemPhaseDone() && (!waiting || w.restarted) && w.deletions == 0 {
 		out = append(out, actDelete)
@@ -229,6 +237,11 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.reconcile()
 	case actLoseCancel:
 		w.reconcileLosingCancel()
+	case actFailedMark:
+		effect := rapid.SampledFrom([]faultEffect{faultThrottle, faultServerError}).Draw(t, "CreateTags failing with")
+		w.faults = append(w.faults, &faultRule{action: "CreateTags", role: "source", effect: effect, every: 1, oneCall: true})
+		w.logf("ec2: %v", w.faults[len(w.faults)-1])
+		w.reconcile()
 	case actSameVolume:
 		w.sameVolumeSnapshot(rapid.SampledFrom(w.executed()).Draw(t, "PV"), rapid.Bool().Draw(t, "with its UID"))
 	case actPoll:

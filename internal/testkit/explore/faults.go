@@ -41,13 +41,18 @@ func (e faultEffect) String() string {
 }
 
 // faultRule injects effect into every every-th request of action ("" for any action) made for
-// role ("" for any: "source" for the location's credentials, "vault" for the vault's).
+// role ("" for any: "source" for the location's credentials, "vault" for the vault's). A rule
+// of oneCall passes with the first Progress or Cancel call it hits: it clears before Velero's
+// next call in the same reconcile.
 type faultRule struct {
-	action string
-	role   string
-	effect faultEffect
-	every  int
-	seen   int
+	action  string
+	role    string
+	effect  faultEffect
+	every   int
+	oneCall bool
+	seen    int
+	// spent: a rule of oneCall whose call has returned.
+	spent bool
 }
 
 func (r *faultRule) String() string {
@@ -58,7 +63,11 @@ func (r *faultRule) String() string {
 	if r.role != "" {
 		action += " with the " + r.role + " credentials"
 	}
-	return fmt.Sprintf("%s on %s (1 in %d)", r.effect, action, r.every)
+	scope := ""
+	if r.oneCall {
+		scope = ", for one call"
+	}
+	return fmt.Sprintf("%s on %s (1 in %d%s)", r.effect, action, r.every, scope)
 }
 
 // faults are the rules in force for one step.
@@ -67,7 +76,7 @@ type faults []*faultRule
 // match returns the rule that hits this request of action, if any.
 func (f faults) match(action, role string) *faultRule {
 	for _, r := range f {
-		if r.action != "" && r.action != action || r.role != "" && r.role != role {
+		if r.spent || r.action != "" && r.action != action || r.role != "" && r.role != role {
 			continue
 		}
 		if (r.effect == faultLoseAnswer || r.effect == faultLoseThenDown) && !mutating[action] {
@@ -79,6 +88,14 @@ func (f faults) match(action, role string) *faultRule {
 		}
 	}
 	return nil
+}
+
+// callReturned clears the rules of oneCall that the plugin call just returned hit. They stay
+// in the step's faults, so that the checks still judge the step a faulty one.
+func (f faults) callReturned() {
+	for _, r := range f {
+		r.spent = r.spent || r.oneCall && r.seen > 0
+	}
 }
 
 // faultRoles are the credentials a fault may single out: any, the location's, the vault's (an

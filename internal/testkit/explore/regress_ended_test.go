@@ -148,6 +148,28 @@ var endedRegressions = []struct {
 			w.faults = nil
 		},
 	},
+	{
+		name: "an operation failing on its vault account with its copy-failed mark refused and its copy-requested mark failing in that call: a later Progress of the same process copies nothing of it",
+		want: catCopiedAfterEnded,
+		setup: func() setup {
+			s := twoPVs(setup{copyTo: true, vault: true, vaultRegion: farRegion, vaultCredsOf: sourceAccount, vaultAccountID: vaultAccount, timeout: dayTimeout, seed: 57})
+			s.markRefused = true
+			return s
+		}(),
+		steps: func(w *world) {
+			w.runAll()
+			w.advanceUntilSnapshotAt(0, 100)
+			w.advanceUntilSnapshotAt(1, 100)
+			w.faults = faults{{action: "CreateTags", effect: faultServerError, every: 1, oneCall: true}}
+			w.reconcile()
+			w.faults = nil
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, sourceAccount) {
+				t.Errorf("%s ended %s with %q; want it failed, naming the vault credentials' account", op.pv, op.state, op.result)
+			}
+		},
+	},
 }
 
 func init() {
