@@ -76,18 +76,26 @@ func decideUnresolved(op model.Operation, st velerov1.BackupStatus, backupName s
 // decideUnnamedPV says why an operation of an earlier release (its ID names no PV) waits before
 // following src, the snapshot it resolved to, or "" when it follows it. Such an operation tells
 // its snapshot by volume and time only, and two static PVs may share the volume: src may be the
-// other PV's, listed while this operation's own is not yet. It waits while that may be so:
-// until EC2 lists as many of the backup's recorded snapshots as Velero recorded (its own, if
-// any, among them), or its create window has passed (its own, if any, is listed by then and
-// resolved beside src).
+// other PV's, listed while this operation's own is not yet, or no longer (deleted with the
+// backup). It waits while that may be so: until EC2 lists as many of the backup's recorded
+// snapshots as Velero recorded, its own, if any, among them. A release that tagged snapshots
+// with the backup's UID is waited for that long, Velero's item-operation timeout ending the
+// wait (a snapshot still missing may be this operation's own); one that did not (nothing
+// counts as recorded) until the create window has passed, when its own, if any, is listed
+// and resolved beside src.
 func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.BackupStatus, l lookup, cfg decideCfg, now time.Time) string {
 	pv := model.TagValue(src.Tags, model.TagPV)
-	if op.PV != "" || pv == "" || l.recorded >= int(st.VolumeSnapshotsCompleted) || now.Sub(op.Issued) >= cfg.createWindow {
+	withUID := model.TagValue(src.Tags, model.TagBackupUID) != ""
+	if op.PV != "" || pv == "" || l.recorded >= int(st.VolumeSnapshotsCompleted) || !withUID && now.Sub(op.Issued) >= cfg.createWindow {
 		return ""
+	}
+	until := "Velero's item-operation timeout"
+	if !withUID {
+		until = op.Issued.Add(cfg.createWindow).UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("this operation, opened by an earlier release of the plugin, names no persistent volume, and snapshot %s of volume %s is of PV %s: "+
 		"waiting until EC2 lists all %d snapshots Velero recorded for this backup (it lists %d %s), or until %s, so as not to follow another PV's snapshot of the same volume",
-		aws.ToString(src.SnapshotId), op.VolumeID, pv, st.VolumeSnapshotsCompleted, l.recorded, l.where, op.Issued.Add(cfg.createWindow).UTC().Format(time.RFC3339))
+		aws.ToString(src.SnapshotId), op.VolumeID, pv, st.VolumeSnapshotsCompleted, l.recorded, l.where, until)
 }
 
 // decideUnreadLocation reports an operation following src, a snapshot this plugin did not take
