@@ -126,9 +126,11 @@ func Candidates(sources []types.Snapshot, op Operation, id BackupIdentity, windo
 			tagged = append(tagged, *s)
 			continue
 		}
-		if inWindow(*s, op, window) {
-			timed = append(timed, *s)
+		start := aws.ToTime(s.StartTime)
+		if start.Before(op.Issued.Add(-ClockSkew)) || start.After(op.Issued.Add(window)) {
+			continue
 		}
+		timed = append(timed, *s)
 	}
 	if len(tagged) > 0 {
 		return tagged
@@ -144,13 +146,6 @@ func ofSeveralPVs(snaps []types.Snapshot) bool {
 		}
 	}
 	return false
-}
-
-// inWindow reports whether s started within op's window: from the clock skew before it was
-// opened to window after.
-func inWindow(s types.Snapshot, op Operation, window time.Duration) bool {
-	start := aws.ToTime(s.StartTime)
-	return !start.Before(op.Issued.Add(-ClockSkew)) && !start.After(op.Issued.Add(window))
 }
 
 // Resolve picks the recorded snapshot among candidates: the only one; else the one marked
