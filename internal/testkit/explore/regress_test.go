@@ -442,13 +442,7 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 			}
 			tt.steps(w)
 			w.checkStep()
-			w.settle()
-			for _, v := range w.violations {
-				t.Errorf("%s", v)
-			}
-			if t.Failed() || testing.Verbose() {
-				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
-			}
+			settleAndJudge(t, w)
 		})
 	}
 }
@@ -539,13 +533,7 @@ func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
 				w.execute(1)
 				w.create(1)
 				w.pollUntilEnded()
-				w.settle()
-				for _, v := range w.violations {
-					t.Errorf("%s", v)
-				}
-				if t.Failed() || testing.Verbose() {
-					t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
-				}
+				settleAndJudge(t, w)
 			})
 		}
 	}
@@ -568,13 +556,7 @@ func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
 		w.reconcile()
 		w.checkStep()
 		w.pollUntilEnded()
-		w.settle()
-		for _, v := range w.violations {
-			t.Errorf("%s", v)
-		}
-		if t.Failed() || testing.Verbose() {
-			t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
-		}
+		settleAndJudge(t, w)
 	})
 }
 
@@ -635,4 +617,17 @@ func (w *world) copyNeverStarted() {
 	w.advance(time.Hour)
 	w.reconcile()
 	w.setDown(copyRegion, false)
+}
+
+// settleAndJudge settles w's run and fails t for each promise it broke, logging the trace when
+// t failed or runs verbose.
+func settleAndJudge(t *testing.T, w *world) {
+	t.Helper()
+	w.settle()
+	for _, v := range w.violations {
+		t.Errorf("%s", v)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
+	}
 }

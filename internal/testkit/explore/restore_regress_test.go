@@ -2,7 +2,6 @@ package explore
 
 import (
 	"math"
-	"strings"
 	"testing"
 	"time"
 )
@@ -70,13 +69,7 @@ func TestRestoreScenariosKeepEveryPromise(t *testing.T) {
 			}
 			tt.steps(t, w)
 			w.checkStep()
-			w.settle()
-			for _, v := range w.violations {
-				t.Errorf("%s", v)
-			}
-			if t.Failed() || testing.Verbose() {
-				t.Logf("trace:\n%s", strings.Join(w.trace, "\n"))
-			}
+			settleAndJudge(t, w)
 		})
 	}
 }
