@@ -312,9 +312,10 @@ func (s *Deleter) unreturnedOfBackup(ctx context.Context, region string, src *ty
 
 // markDeleting marks the source as being deleted, so that no tracker starts a copy of it
 // afterwards (a tracker reads its sources again after marking them for copies). A source EC2
-// no longer knows needs no mark. A mark EC2 refuses, or whose outcome is unknown, fails the
-// deletion before anything is deleted: without it a copy may start after the deletion read
-// EC2, and be left.
+// no longer knows needs no mark, and neither does one that carries EC2's 50 tags already: no
+// tracker can mark it for a copy either. Any other refusal, or a mark whose outcome is unknown,
+// fails the deletion before anything is deleted: without the mark a copy may start after the
+// deletion read EC2, and be left.
 func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) error {
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
@@ -326,6 +327,9 @@ func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) err
 	})
 	switch {
 	case err == nil || ec2api.IsNotFound(err):
+		return nil
+	case ec2api.Code(err) == ec2api.CodeTagLimitExceeded:
+		s.Log.WithError(err).Warnf("Could not mark snapshot %s as being deleted: it carries EC2's limit of tags, so no copy of it can be marked and started either", source)
 		return nil
 	case ec2api.IsTransient(err):
 		return fmt.Errorf("marking snapshot %s as being deleted: %w; nothing deleted, delete the backup again", source, err)

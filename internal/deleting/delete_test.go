@@ -153,12 +153,14 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 		vault     bool
 		requested bool // the tracker marks a copy as requested between the deletion's two reads
 		refused   bool // IAM refuses the deletion's mark
+		tagLimit  bool // the source carries EC2's limit of tags
 	}{
 		{name: "no copy asked for: the source alone is deleted", state: types.SnapshotStateCompleted},
 		{name: "a copy asked for just before, listed late: waited for and deleted", state: types.SnapshotStateCompleted, requested: true},
 		{name: "a vault copy asked for just before, listed late: waited for and deleted", state: types.SnapshotStateCompleted, vault: true, requested: true},
 		{name: "a pending source is marked, so that no copy starts once it completes", state: types.SnapshotStatePending},
 		{name: "a mark IAM refuses: nothing deleted, the error names the permission", state: types.SnapshotStatePending, refused: true},
+		{name: "a source carrying EC2's limit of tags, which no tracker can mark for a copy either, is deleted without the mark", state: types.SnapshotStateCompleted, tagLimit: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +173,11 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 			}
 			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, tt.state, intent)
 			f.Src().Add(src)
-			if tt.refused {
+			switch {
+			case tt.refused:
 				f.Src().M.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).Return(nil, mockec2.HTTPErr(403, "UnauthorizedOperation"))
+			case tt.tagLimit:
+				f.Src().M.EXPECT().CreateTags(gomock.Any(), gomock.Any(), gomock.Any()).Return(nil, mockec2.HTTPErr(400, "TagLimitExceeded"))
 			}
 			for _, r := range f.Regions {
 				r.ServeDescribe()
@@ -206,6 +211,12 @@ func TestDeleteSnapshotWhileACopyStarts(t *testing.T) {
 				return
 			}
 			mockec2.WantErr(t, err)
+			if tt.tagLimit {
+				if fmt.Sprint(f.Src().Deleted) != "[snap-0000000a]" {
+					t.Errorf("deleted %v, want the source", f.Src().Deleted)
+				}
+				return
+			}
 			if len(f.Src().Tagged) != 1 || f.Src().Tagged[0] != "snap-0000000a "+model.TagDeletionRequestedAt {
 				t.Errorf("CreateTags %v, want the deletion mark on the source", f.Src().Tagged)
 			}

@@ -22,6 +22,7 @@ const (
 	CodeSnapshotNotFound                      = "InvalidSnapshot.NotFound"
 	CodeVolumeNotFound                        = "InvalidVolume.NotFound"
 	CodeUnauthorized                          = "UnauthorizedOperation"
+	CodeTagLimitExceeded                      = "TagLimitExceeded"
 )
 
 // Code returns the EC2 error code carried by err, or "" when err is not an API error of EC2
