@@ -76,12 +76,7 @@ var endedRegressions = []struct {
 			w.advanceUntilSnapshotAt(0, 100)
 			w.execute(1)
 			w.create(1)
-			w.faults = refusing("CopySnapshot", "vault")
-			w.reconcile()
-			w.faults = nil
-			w.checkStep()
-			w.pollUntilEnded()
-			w.advance(w.lag())
+			w.reconcileUnderThenEnd(refusing("CopySnapshot", "vault"))
 		},
 		kept: func(t *testing.T, w *world) {
 			if op := w.ops[0]; op.state != opFailed {
@@ -102,12 +97,7 @@ var endedRegressions = []struct {
 			w.advanceUntilSnapshotAt(0, 100)
 			w.reconcile() // the regional copy queued, the vault copy made
 			w.beginRefusal()
-			w.faults = faults{{action: "GetCallerIdentity", effect: faultServerError, every: 1}}
-			w.reconcile()
-			w.faults = nil
-			w.checkStep()
-			w.pollUntilEnded()
-			w.advance(w.lag())
+			w.reconcileUnderThenEnd(faults{{action: "GetCallerIdentity", effect: faultServerError, every: 1}})
 		},
 		kept: func(t *testing.T, w *world) {
 			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
@@ -176,4 +166,15 @@ func init() {
 	for _, r := range endedRegressions {
 		regressions = append(regressions, r)
 	}
+}
+
+// reconcileUnderThenEnd runs one reconcile under faults f, then, without faults, polls until
+// every operation has ended and lets EC2's listing lag pass.
+func (w *world) reconcileUnderThenEnd(f faults) {
+	w.faults = f
+	w.reconcile()
+	w.faults = nil
+	w.checkStep()
+	w.pollUntilEnded()
+	w.advance(w.lag())
 }
