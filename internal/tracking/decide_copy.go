@@ -111,6 +111,14 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill
 	wait := func(format string, args ...any) copyDecision {
 		return copyDecision{phase: phase{desc: fmt.Sprintf(format, args...)}}
 	}
+	if tg.Vault() && v.place.Vault == nil && v.place.Unread {
+		// The location naming the vault credentials cannot be read: a vault copy started in an
+		// earlier call may be under way where this call cannot look, so it holds up another
+		// phase's failure until the location is read again and the copy locked.
+		d := wait("vault copy to %s: waiting to read the backup's location, which names the vault credentials", tg)
+		d.phase.busy = true
+		return d
+	}
 	if tg.Vault() && v.place.Vault == nil {
 		return wait("waiting for credentials in vault account %s: location %q names none the plugin can read (%s or %s)",
 			tg.Account, v.place.Location, model.ConfigVaultCredentialSecret, model.ConfigVaultProfile)

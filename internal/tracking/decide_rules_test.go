@@ -413,3 +413,30 @@ func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
 		})
 	}
 }
+
+// What a vault copy's phase reports when the place has no vault credentials: a location that
+// names none waits for them; a location the Kubernetes API refuses to show may name them, and a
+// vault copy started before may be under way, so it holds up another phase's failure.
+func TestVaultPhaseWithoutVaultCredentials(t *testing.T) {
+	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
+	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted,
+		mockec2.WithTags(model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region))
+	tests := []struct {
+		name     string
+		place    ebs.Place
+		wantDesc string
+		wantBusy bool
+	}{
+		{"a location naming no vault credentials waits for them", ebs.Place{Location: "aws"}, "names none the plugin can read", false},
+		{"locations the Kubernetes API refuses to show hold up a failure until the vault copy can be followed", ebs.Place{Unread: true}, "waiting to read the backup's location", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newBackupView(tt.place, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			d := decideCopyPhase(v, &src, vault, fill{}, mockec2.T0, 30*time.Second, 20)
+			if d.phase.busy != tt.wantBusy || !strings.Contains(d.phase.desc, tt.wantDesc) || d.phase.done || d.fail != "" || d.vaultCopy != nil {
+				t.Errorf("decideCopyPhase = %+v; want waiting with %q, busy %v", d, tt.wantDesc, tt.wantBusy)
+			}
+		})
+	}
+}

@@ -106,6 +106,32 @@ var endedRegressions = []struct {
 		},
 	},
 	{
+		name: "a regional copy refused while the Kubernetes API refuses to show the backup's locations fails the operation only once its vault copy is locked",
+		want: catUnlockedAfterEnd,
+		setup: func() setup {
+			s := vaultOnly(onePV(setup{seed: 57}), true)
+			s.copyTo, s.refusedCopy, s.refusalLate, s.regionalQueued = true, regionalCopyRefused, true, true
+			return s
+		}(),
+		steps: func(w *world) {
+			w.runAll()
+			w.advanceUntilSnapshotAt(0, 100)
+			w.reconcile() // the regional copy queued, the vault copy requested
+			w.beginRefusal()
+			w.kube = &kubeFault{effect: kubeForbidden, every: 1}
+			w.reconcile()
+			w.kube = nil
+			w.checkStep()
+			w.pollUntilEnded()
+			w.advance(w.lag())
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
+				t.Errorf("the operation ended %s with %q; want it failed, naming the refused copy", op.state, op.result)
+			}
+		},
+	},
+	{
 		name: "Velero's item-operation timeout, with a large vault copy still pending, keeps the copy vaultRetainOnDelete keeps",
 		want: catCancelDeletedRetained,
 		setup: func() setup {
