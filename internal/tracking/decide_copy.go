@@ -138,6 +138,17 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill
 			d.phase.units, d.phase.busy = steps.units, steps.busy
 		}
 		return d
+	case f.vault.unconfirmed != "":
+		// A vault copy asked for once the account was confirmed, not yet listed in the vault
+		// account: EC2 listing it there confirms the account again, and it is locked before the
+		// operation fails. With none under way, the operation fails now, marked like a refusal.
+		cp := v.copyOf(tg, srcID)
+		if cp != nil && cp.State != types.SnapshotStateError || cp == nil && v.recentlyRequested(src, tg, v.seenAt(), listingLag) {
+			d := wait("%s; waiting for EC2 to list the vault copy of %s in account %s, which confirms it", f.vault.unconfirmed, srcID, tg.Account)
+			d.phase.busy = true
+			return d
+		}
+		return copyDecision{fail: f.vault.unconfirmed, mark: true}
 	}
 	cp := v.copyOf(tg, srcID)
 	switch {

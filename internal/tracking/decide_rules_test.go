@@ -440,3 +440,41 @@ func TestVaultPhaseWithoutVaultCredentials(t *testing.T) {
 		})
 	}
 }
+
+// What a vault copy's phase reports when STS refuses to name the vault credentials' account: the
+// operation fails, marked like a refused copy, unless a vault copy asked for once the account was
+// confirmed is under way: then the failure waits for EC2 to list it in the vault account, which
+// confirms the account, so that it is locked before the operation ends.
+func TestVaultPhaseWhenSTSRefusesToConfirmTheAccount(t *testing.T) {
+	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
+	tests := []struct {
+		name      string
+		requested bool
+		copyState types.SnapshotState // "" for no copy listed
+		wantFail  bool
+	}{
+		{name: "no vault copy asked for: the operation fails", wantFail: true},
+		{name: "a vault copy asked for within the listing lag: the failure waits for EC2 to list it", requested: true},
+		{name: "a vault copy just made, not yet listed in the vault account: the failure waits", copyState: types.SnapshotStatePending},
+		{name: "a vault copy in error: the operation fails", copyState: types.SnapshotStateError, wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tags := []string{model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region}
+			if tt.requested {
+				tags = append(tags, vault.RequestedTag(), mockec2.T0.Format(time.RFC3339))
+			}
+			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(tags...))
+			v := newBackupView(ebs.Place{Vault: func(context.Context, string) (ec2api.EC2, error) { return nil, nil }}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			v.copies = map[model.Target]map[string][]types.Snapshot{vault: {}}
+			v.began = mockec2.T0
+			if tt.copyState != "" {
+				v.copies[vault]["snap-0000000a"] = []types.Snapshot{mockec2.CopyOfSnap("snap-v0000001", src, tt.copyState)}
+			}
+			d := decideCopyPhase(v, &src, vault, fill{vault: vaultCheck{unconfirmed: "the account cannot be confirmed"}}, mockec2.T0, 30*time.Second, 20)
+			if failed := d.fail != ""; failed != tt.wantFail || !failed && (!d.phase.busy || !strings.Contains(d.phase.desc, "which confirms it")) || failed && !d.mark {
+				t.Errorf("decideCopyPhase = %+v; want failed %v (marked), else busy waiting for the listing", d, tt.wantFail)
+			}
+		})
+	}
+}

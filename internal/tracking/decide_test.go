@@ -53,23 +53,50 @@ func TestCopyAnswers(t *testing.T) {
 func TestVaultAccountChecks(t *testing.T) {
 	tg := model.Target{Account: "222222222222", Region: mockec2.DstRegion}
 	tests := []struct {
-		name      string
-		account   string
-		err       error
-		wantWrong string
-		wantWait  string
+		name            string
+		account         string
+		err             error
+		wantWrong       string
+		wantUnconfirmed string
+		wantWait        string
 	}{
 		{name: "the vault account", account: "222222222222"},
 		{name: "another account", account: "111111111111", wantWrong: "are those of account 111111111111, not of vault account 222222222222"},
 		{name: "STS unreachable", err: mockec2.NetErr(), wantWait: "waiting to confirm"},
-		{name: "STS refuses the credentials", err: mockec2.HTTPErr(403, "InvalidClientTokenId"), wantWrong: "cannot be confirmed"},
+		{name: "STS refuses the credentials", err: mockec2.HTTPErr(403, "InvalidClientTokenId"), wantUnconfirmed: "cannot be confirmed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := decideVaultAccount(tg, tt.account, tt.err)
 			if tt.wantWrong == "" && got.wrong != "" || !strings.Contains(got.wrong, tt.wantWrong) ||
+				tt.wantUnconfirmed == "" && got.unconfirmed != "" || !strings.Contains(got.unconfirmed, tt.wantUnconfirmed) ||
 				tt.wantWait == "" && got.wait != "" || !strings.Contains(got.wait, tt.wantWait) {
-				t.Errorf("got %+v, want wrong %q, wait %q", got, tt.wantWrong, tt.wantWait)
+				t.Errorf("got %+v, want wrong %q, unconfirmed %q, wait %q", got, tt.wantWrong, tt.wantUnconfirmed, tt.wantWait)
+			}
+		})
+	}
+}
+
+// What EC2's listing with the vault credentials tells of their account, before STS is asked:
+// it lists only what their account owns.
+func TestVaultAccountByListing(t *testing.T) {
+	tg := model.Target{Account: "222222222222", Region: mockec2.DstRegion}
+	tests := []struct {
+		name        string
+		stranger    string
+		ownsCopy    bool
+		wantSettled bool
+		wantWrong   string
+	}{
+		{name: "a snapshot of another account among the vault copies tells the credentials wrong", stranger: "111111111111", wantSettled: true, wantWrong: "are those of account 111111111111"},
+		{name: "a vault copy the vault account owns confirms the credentials without STS", ownsCopy: true, wantSettled: true},
+		{name: "no vault copy listed: STS is asked", wantSettled: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, settled := decideVaultListing(tg, tt.stranger, tt.ownsCopy)
+			if settled != tt.wantSettled || tt.wantWrong == "" && !got.ok() || !strings.Contains(got.wrong, tt.wantWrong) {
+				t.Errorf("got %+v settled %v, want settled %v, wrong %q", got, settled, tt.wantSettled, tt.wantWrong)
 			}
 		})
 	}

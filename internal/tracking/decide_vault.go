@@ -18,11 +18,25 @@ func decideVaultAccount(tg model.Target, account string, err error) vaultCheck {
 	case err != nil && (ec2api.IsTransient(err) || ec2api.IsCredentialsFailure(err)):
 		return vaultCheck{wait: fmt.Sprintf("waiting to confirm the account of the credentials for vault account %s: %v", tg.Account, err)}
 	case err != nil:
-		return vaultCheck{wrong: fmt.Sprintf("the account of the credentials for vault account %s cannot be confirmed: %v", tg.Account, err)}
+		return vaultCheck{unconfirmed: fmt.Sprintf("the account of the credentials for vault account %s cannot be confirmed: %v", tg.Account, err)}
 	case account != tg.Account:
 		return vaultCheck{wrong: wrongVaultAccount(tg, account)}
 	}
 	return vaultCheck{}
+}
+
+// decideVaultListing decides the vault credentials' account from what EC2 lists with them,
+// which is only what their account owns: a snapshot another account owns among the backup's
+// vault copies tells them wrong, and a vault copy the vault account owns confirms them. When
+// the listing shows neither, STS is asked (settled is false).
+func decideVaultListing(tg model.Target, stranger string, ownsCopy bool) (_ vaultCheck, settled bool) {
+	switch {
+	case stranger != "":
+		return vaultCheck{wrong: wrongVaultAccount(tg, stranger)}, true
+	case ownsCopy:
+		return vaultCheck{}, true
+	}
+	return vaultCheck{}, false
 }
 
 // wrongVaultAccount says that the vault credentials belong to another account than the vault's.

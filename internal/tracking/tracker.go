@@ -867,8 +867,8 @@ func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg model.Tar
 // when the place can ask (once per description: a failure is not asked again by every
 // operation of a reconcile).
 func (t *Tracker) checkVaultAccount(ctx context.Context, v *backupView, tg model.Target) vaultCheck {
-	if owner := v.stranger(tg); owner != "" {
-		return vaultCheck{wrong: wrongVaultAccount(tg, owner)}
+	if c, settled := decideVaultListing(tg, v.stranger(tg), v.ownsVaultCopy(tg)); settled {
+		return c
 	}
 	if v.place.VaultIdentity == nil || v.place.Vault == nil {
 		return vaultCheck{}

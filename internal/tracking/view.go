@@ -17,11 +17,13 @@ import (
 // location whose credentials describe it.
 type viewKey struct{ region, backup, uid, location string }
 
-// vaultCheck is what confirming the vault credentials' account decided: wrong fails the
-// vault phase, wait delays it; neither when the account is the vault's (or is not checked).
-type vaultCheck struct{ wrong, wait string }
+// vaultCheck is what confirming the vault credentials' account decided: wrong (they are another
+// account's) fails the vault phase; unconfirmed (STS refused to name their account) fails it
+// unless a vault copy is under way; wait (STS did not answer) delays it; none of them when the
+// account is the vault's (or is not checked).
+type vaultCheck struct{ wrong, unconfirmed, wait string }
 
-func (c vaultCheck) ok() bool { return c.wrong == "" && c.wait == "" }
+func (c vaultCheck) ok() bool { return c.wrong == "" && c.unconfirmed == "" && c.wait == "" }
 
 // backupView is what EC2 holds for one backup in one source region, seen with one location's
 // credentials: the snapshots tagged with the backup's name by volume, their copies by target
@@ -323,6 +325,19 @@ func (v *backupView) refuse(tg model.Target, id, why string) {
 // stranger is the account, not the vault's, owning snapshots the vault credentials list as the
 // backup's vault copies; "" when there is none.
 func (v *backupView) stranger(tg model.Target) string { return v.strangers[tg] }
+
+// ownsVaultCopy reports whether the vault credentials list a vault copy of the backup that the
+// vault account owns: what they list is their account's own.
+func (v *backupView) ownsVaultCopy(tg model.Target) bool {
+	for _, cps := range v.copies[tg] {
+		for _, cp := range cps {
+			if aws.ToString(cp.OwnerId) == tg.Account {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // vaultChecked returns what confirming the vault credentials' account decided since the last
 // description, if it was asked.

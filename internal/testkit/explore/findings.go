@@ -40,6 +40,7 @@ var findings = []finding{
 	{"restore: a restore whose CreateVolume answer was lost gives up on throttling with an error that does not name the volume it made, and the volume is left", catRestoreLeaked, true},
 	{"new: a vault copy requested one listing lag ago, not listed when a reconcile described it, is copied again after a slow STS answer in the same reconcile", catDuplicateAfterSlow, true},
 	{"unlocked while STS fails: a regional copy refused while STS cannot confirm the vault credentials' account fails the operation with its vault copy neither locked nor its source unshared", catUnlockedAfterEnd, true},
+	{"unlocked, STS refusing: STS refusing to name the vault credentials' account, in the reconcile after a vault copy was asked for, fails the operation at once and the copy is never locked", catUnlockedAfterEnd, true},
 	{"unlocked, location unread: a regional copy refused while the Kubernetes API refuses to show the backup's locations fails the operation with its vault copy, requested a reconcile before, never locked", catUnlockedAfterEnd, true},
 }
 

@@ -132,6 +132,22 @@ var endedRegressions = []struct {
 		},
 	},
 	{
+		name: "STS refusing to name the vault credentials' account fails the operation only once the vault copy asked for before is locked",
+		want: catUnlockedAfterEnd,
+		setup: func() setup {
+			s := vaultOnly(onePV(setup{seed: 58}), true)
+			s.listingLag = 40 * time.Second
+			return s
+		}(),
+		steps: func(w *world) {
+			w.runAll()
+			w.advanceUntilSnapshotAt(0, 100)
+			w.advance(w.lag())
+			w.reconcile() // the vault copy asked for, not listed yet
+			w.reconcileUnderThenEnd(faults{{action: "GetCallerIdentity", effect: faultRefuse, every: 1}})
+		},
+	},
+	{
 		name: "Velero's item-operation timeout, with a large vault copy still pending, keeps the copy vaultRetainOnDelete keeps",
 		want: catCancelDeletedRetained,
 		setup: func() setup {
