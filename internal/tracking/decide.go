@@ -184,6 +184,15 @@ func decideNotFound(op model.Operation, st velerov1.BackupStatus, backupName str
 	return p
 }
 
+// neverReturned reports whether src, the snapshot op resolved to, was never returned to Velero:
+// it is marked so, or op is an earlier release's (naming no PV; that release marked no
+// snapshot pending) and src carries the backup's UID while Velero recorded every native
+// snapshot of the backup as failed, so a CreateSnapshot that returned an error made it.
+func neverReturned(op model.Operation, src *types.Snapshot, st velerov1.BackupStatus) bool {
+	earlierRelease := op.PV == "" && model.TagValue(src.Tags, model.TagBackupUID) != ""
+	return model.Unreturned(src) || earlierRelease && st.VolumeSnapshotsAttempted > 0 && st.VolumeSnapshotsCompleted == 0
+}
+
 // decideUnreturned reports an operation whose source is still marked as not returned to
 // Velero. Its CreateSnapshot call may still be under way until the create window has passed
 // since the later of the operation's opening and the snapshot's start; the operation waits.

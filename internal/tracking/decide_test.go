@@ -173,3 +173,38 @@ func TestWhenAnEarlierReleasesOperationFollowsASnapshot(t *testing.T) {
 		})
 	}
 }
+
+// Which snapshot an operation takes for one its CreateSnapshot never returned to Velero, to be
+// deleted (decideUnreturned) rather than followed: marked so, or, for an earlier release's
+// operation (which marked none pending), one of this backup while Velero recorded every native
+// snapshot of it as failed.
+func TestWhichSnapshotsWereNeverReturnedToVelero(t *testing.T) {
+	old := model.Operation{Region: mockec2.SrcRegion, VolumeID: mockec2.VolA, Issued: mockec2.T0}
+	named := old
+	named.PV = "pvc-1"
+	pending := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagRecorded, model.RecordedPending))
+	unmarked := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted)
+	unmarkedWithoutUID := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, withoutUID())
+	allFailed := velerov1.BackupStatus{VolumeSnapshotsAttempted: 2}
+	oneTaken := velerov1.BackupStatus{VolumeSnapshotsAttempted: 2, VolumeSnapshotsCompleted: 1}
+	tests := []struct {
+		name string
+		op   model.Operation
+		src  types.Snapshot
+		st   velerov1.BackupStatus
+		want bool
+	}{
+		{"a snapshot still marked pending was never returned", named, pending, oneTaken, true},
+		{"an unmarked snapshot of this release's operation was returned", named, unmarked, allFailed, false},
+		{"an earlier release's operation: this backup's snapshot, with every native snapshot recorded failed, was never returned", old, unmarked, allFailed, true},
+		{"an earlier release's operation: with a native snapshot recorded taken, its snapshot is followed", old, unmarked, oneTaken, false},
+		{"an earlier release's operation: a snapshot without the backup's UID may be another backup's, and is never taken for one to delete", old, unmarkedWithoutUID, allFailed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := neverReturned(tt.op, &tt.src, tt.st); got != tt.want {
+				t.Errorf("neverReturned = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -89,7 +89,7 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Description = unnamedPV
 	case unreadDecided:
 		p = unread
-	case l.view != nil && l.res.Source != nil && model.Unreturned(l.res.Source):
+	case l.view != nil && l.res.Source != nil && neverReturned(op, l.res.Source, backup.Status):
 		t.deleteStrays(ctx, l.view, l.res.Strays)
 		var del bool
 		if p, del = decideUnreturned(op, l.res.Source, backup.Status, decideCfgOf(t.Settings), p); del {

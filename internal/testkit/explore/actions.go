@@ -321,6 +321,25 @@ func (w *world) toolCopy(ofOurs bool) {
 	w.logf("tool: copy %s of %s into %s", id, src, copyRegion)
 }
 
+// toolSnapshot is a backup tool's policy snapshotting the volume of PV i with its own tags: a
+// snapshot of this backup's volume that is not this backup's, which takes one of EC2's pending
+// snapshots of the volume (the only one of an st1 volume).
+func (w *world) toolSnapshot(i int) {
+	vol := w.ops[i].volumeID
+	tags := map[string]string{"backup-tool/policy": "hourly"}
+	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(vol),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(tags)}},
+	})
+	if err != nil {
+		w.logf("tool: CreateSnapshot of %s refused: %v", vol, err)
+		return
+	}
+	id := aws.ToString(out.SnapshotId)
+	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags, volumeID: vol, started: w.clk.Now()}
+	w.logf("tool: snapshot %s of this backup's volume %s", id, vol)
+}
+
 // toolTag is another tool tagging a snapshot Velero recorded for this backup with its own tag.
 func (w *world) toolTag() {
 	op := w.recordedOne()

@@ -558,6 +558,29 @@ func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
 		w.pollUntilEnded()
 		settleAndJudge(t, w)
 	})
+	// On an st1 volume (one pending snapshot) the retry is refused while the lost answer's
+	// snapshot is pending: both CreateSnapshot calls fail, and Velero records no native snapshot.
+	// The snapshot the lost answer made is then deleted by the operations, not followed to
+	// completion and left by the backup's deletion, which Velero sends for no snapshot.
+	t.Run("a CreateSnapshot retried after a lost answer on an st1 volume, every native snapshot recorded failed", func(t *testing.T) {
+		s := upgradeSetup(setup{timeout: time.Hour, seed: 53}, true, true)
+		s.upgrade.retried, s.hddVolumes = true, true
+		w, err := newWorld(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.execute(0)
+		w.create(0)
+		w.execute(1)
+		w.create(1)
+		if w.ops[0].createErr == "" || w.ops[1].createErr == "" {
+			t.Fatalf("want both CreateSnapshot calls failed on the st1 volume's pending snapshot; trace:\n%s", strings.Join(w.trace, "\n"))
+		}
+		w.reconcile()
+		w.checkStep()
+		w.pollUntilEnded()
+		settleAndJudge(t, w)
+	})
 }
 
 // manyPVs is s with n PVs, none through the upstream plugin.

@@ -51,6 +51,10 @@ const (
 	callRealLimit = 20 * time.Second
 	// callFakeLimit bounds the fake time one plugin call may wait.
 	callFakeLimit = 45 * time.Minute
+	// hddSnapshotMin and hddSnapshotMax bound how long a snapshot of an st1 volume stays
+	// pending (setup.hddVolumes): minutes, within CreateSnapshot's patience.
+	hddSnapshotMin = 2 * time.Minute
+	hddSnapshotMax = 8 * time.Minute
 )
 
 var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
@@ -114,6 +118,10 @@ type setup struct {
 	// private cluster without an STS endpoint): the vault credentials' account is known only
 	// from what EC2 lists with them.
 	stsUnavailable bool
+	// hddVolumes says the backup's volumes are throughput-optimized HDD (st1): EC2 holds one
+	// pending snapshot of each, and snapshots take minutes, so a CreateSnapshot behind another
+	// tool's snapshot of its volume rides out EC2's limit for minutes.
+	hddVolumes bool
 }
 
 // The copies an account's policy may refuse.
@@ -208,6 +216,9 @@ func (s setup) String() string {
 	}
 	if s.stsUnavailable {
 		upgrade += "; STS unavailable until the operations are settled"
+	}
+	if s.hddVolumes {
+		upgrade += "; st1 volumes"
 	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
@@ -348,6 +359,10 @@ func newWorld(s setup) (*world, error) {
 	if s.slowCopies {
 		simCfg.CopyDuration = ec2sim.Range(s.timeout+time.Hour, 2*s.timeout+time.Hour)
 	}
+	volumeType := "gp3"
+	if s.hddVolumes {
+		volumeType, simCfg.SnapshotDuration = "st1", ec2sim.Range(hddSnapshotMin, hddSnapshotMax)
+	}
 	if err := simCfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -364,7 +379,7 @@ func newWorld(s setup) (*world, error) {
 	w.snapshotter = w.itemSnapshotter()
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
-		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: "gp3", SizeGiB: volumeSize}
+		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: volumeType, SizeGiB: volumeSize}
 		if s.restoredVolumes && i < len(s.pvs) {
 			specs[i].Tags = restoredVolumeTags(i)
 		}
