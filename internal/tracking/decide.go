@@ -80,22 +80,29 @@ func decideUnresolved(op model.Operation, st velerov1.BackupStatus, backupName s
 // backup). It waits while that may be so: until EC2 lists as many of the backup's recorded
 // snapshots as Velero recorded, its own, if any, among them. A release that tagged snapshots
 // with the backup's UID is waited for that long, Velero's item-operation timeout ending the
-// wait (a snapshot still missing may be this operation's own); one that did not (nothing
-// counts as recorded) until the create window has passed, when its own, if any, is listed
-// and resolved beside src.
+// wait (a snapshot still missing may be this operation's own). For one that did not, nothing
+// counts as recorded: it waits until the create window has passed, when its own, if any, is
+// listed and resolved beside src, and after that while EC2 lists fewer snapshots of the
+// backup's name, of any UID, than Velero recorded (its own may be gone with the backup's
+// deletion).
 func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.BackupStatus, l lookup, cfg decideCfg, now time.Time) string {
 	pv := model.TagValue(src.Tags, model.TagPV)
 	withUID := model.TagValue(src.Tags, model.TagBackupUID) != ""
-	if op.PV != "" || pv == "" || l.recorded >= int(st.VolumeSnapshotsCompleted) || !withUID && now.Sub(op.Issued) >= cfg.createWindow {
+	listed, recorded := l.recorded, int(st.VolumeSnapshotsCompleted)
+	if !withUID {
+		listed += l.unnamed
+	}
+	pastWindow := now.Sub(op.Issued) >= cfg.createWindow
+	if op.PV != "" || pv == "" || l.recorded >= recorded || !withUID && pastWindow && listed >= recorded {
 		return ""
 	}
 	until := "Velero's item-operation timeout"
-	if !withUID {
+	if !withUID && listed >= recorded {
 		until = op.Issued.Add(cfg.createWindow).UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("this operation, opened by an earlier release of the plugin, names no persistent volume, and snapshot %s of volume %s is of PV %s: "+
 		"waiting until EC2 lists all %d snapshots Velero recorded for this backup (it lists %d %s), or until %s, so as not to follow another PV's snapshot of the same volume",
-		aws.ToString(src.SnapshotId), op.VolumeID, pv, st.VolumeSnapshotsCompleted, l.recorded, l.where, until)
+		aws.ToString(src.SnapshotId), op.VolumeID, pv, recorded, listed, l.where, until)
 }
 
 // decideUnreadLocation reports an operation following src, a snapshot this plugin did not take

@@ -149,21 +149,23 @@ func TestWhenAnEarlierReleasesOperationFollowsASnapshot(t *testing.T) {
 		op       model.Operation
 		src      *types.Snapshot
 		listed   int
+		unnamed  int
 		after    time.Duration
 		wantWait bool
 	}{
 		{name: "an earlier release's operation waits while EC2 lists fewer snapshots than Velero recorded, saying why", op: old, listed: 1, after: time.Minute, wantWait: true},
 		{name: "an earlier release's operation follows the snapshot once EC2 lists every one Velero recorded", op: old, listed: 2, after: time.Minute},
 		{name: "an earlier release's operation still waits past its create window while EC2 lists fewer (its own may be gone with the backup's deletion)", op: old, listed: 1, after: 12 * time.Minute, wantWait: true},
-		{name: "an operation of a release that tagged no UID follows the snapshot once its own would be listed beside it", op: old, src: &srcWithoutUID, after: 12 * time.Minute},
-		{name: "an operation of a release that tagged no UID waits within its create window", op: old, src: &srcWithoutUID, after: time.Minute, wantWait: true},
+		{name: "an operation of a release that tagged no UID follows the snapshot once its own would be listed beside it", op: old, src: &srcWithoutUID, unnamed: 2, after: 12 * time.Minute},
+		{name: "an operation of a release that tagged no UID waits within its create window", op: old, src: &srcWithoutUID, unnamed: 2, after: time.Minute, wantWait: true},
+		{name: "an operation of a release that tagged no UID still waits past its create window while EC2 lists fewer snapshots of the backup's name than Velero recorded (its own may be gone with the backup's deletion)", op: old, src: &srcWithoutUID, unnamed: 1, after: 12 * time.Minute, wantWait: true},
 		{name: "an operation naming its PV follows its PV's snapshot at once", op: named, listed: 1, after: time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := velerov1.BackupStatus{VolumeSnapshotsAttempted: 2, VolumeSnapshotsCompleted: 2}
 			snap := cmp.Or(tt.src, &src)
-			why := decideUnnamedPV(tt.op, snap, st, lookup{recorded: tt.listed}, cfg, mockec2.T0.Add(tt.after))
+			why := decideUnnamedPV(tt.op, snap, st, lookup{recorded: tt.listed, unnamed: tt.unnamed}, cfg, mockec2.T0.Add(tt.after))
 			if (why != "") != tt.wantWait {
 				t.Fatalf("wait reason %q, want waiting %v", why, tt.wantWait)
 			}

@@ -47,6 +47,27 @@ var deletionRegressions = []struct {
 			w.deleteBackup(deleteBySource, -1, 0)
 		},
 	},
+	{
+		name: "an earlier release's operation of a static PV, tagged without the backup's UID, does not follow the other PV's snapshot once its own is deleted with the backup",
+		want: catOldOperationOtherPV,
+		setup: func() setup {
+			s := upgradeSetup(setup{timeout: 4 * time.Hour, seed: 63}, false, false)
+			s.requestTime = mutatingRequestTime
+			return s
+		}(),
+		steps: func(w *world) {
+			w.execute(0)
+			w.execute(1)
+			w.create(0)
+			w.advance(20 * time.Second)
+			w.create(1)
+			w.reconcile()
+			w.advance(time.Hour) // past the operations' create window
+			w.restart()
+			// The deletion deletes the first PV's snapshot; a reconcile comes after its third request.
+			w.deleteBackup(deleteBySource, 3, 0)
+		},
+	},
 }
 
 func init() {
