@@ -84,7 +84,9 @@ func decideUnresolved(op model.Operation, st velerov1.BackupStatus, backupName s
 // counts as recorded: it waits until the create window has passed, when its own, if any, is
 // listed and resolved beside src, and after that while EC2 lists fewer snapshots of the
 // backup's name, of any UID, than Velero recorded (its own may be gone with the backup's
-// deletion).
+// deletion). Whatever the release, src unmarked as returned is not followed before every
+// snapshot the operation's CreateSnapshot may have made is listed: a call retried after a lost
+// answer made two of the PV, and a release that marked snapshots marked the one it returned.
 func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.BackupStatus, l lookup, cfg decideCfg, now time.Time) string {
 	pv := model.TagValue(src.Tags, model.TagPV)
 	withUID := model.TagValue(src.Tags, model.TagBackupUID) != ""
@@ -92,8 +94,16 @@ func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.Backup
 	if !withUID {
 		listed += l.unnamed
 	}
+	if op.PV != "" || pv == "" {
+		return ""
+	}
+	if siblingsListedAt := op.Issued.Add(cfg.createWindow + cfg.listingLag); withUID && model.TagValue(src.Tags, model.TagRecorded) == "" && now.Before(siblingsListedAt) {
+		return fmt.Sprintf("this operation, opened by an earlier release of the plugin, names no persistent volume, and snapshot %s of volume %s (PV %s) is not marked as the one returned to Velero: "+
+			"waiting until %s for EC2 to list every snapshot its CreateSnapshot may have made (one retried after a lost answer makes two, and marks the one it returns)",
+			aws.ToString(src.SnapshotId), op.VolumeID, pv, siblingsListedAt.UTC().Format(time.RFC3339))
+	}
 	pastWindow := now.Sub(op.Issued) >= cfg.createWindow
-	if op.PV != "" || pv == "" || l.recorded >= recorded || !withUID && pastWindow && listed >= recorded {
+	if l.recorded >= recorded || !withUID && pastWindow && listed >= recorded {
 		return ""
 	}
 	until := "Velero's item-operation timeout"

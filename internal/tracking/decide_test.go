@@ -138,9 +138,10 @@ func TestDecideRefusedListing(t *testing.T) {
 // An operation of an earlier release names no PV: while EC2 may not list its own snapshot yet,
 // it does not follow another static PV's snapshot of the same volume.
 func TestWhenAnEarlierReleasesOperationFollowsASnapshot(t *testing.T) {
-	cfg := decideCfg{createWindow: 12 * time.Minute}
+	cfg := decideCfg{createWindow: 12 * time.Minute, listingLag: 30 * time.Second}
 	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pvc-static-1"))
 	srcWithoutUID := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pvc-static-1"), withoutUID())
+	srcMarked := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pvc-static-1", model.TagRecorded, "true"))
 	old := model.Operation{Region: mockec2.SrcRegion, VolumeID: mockec2.VolA, Issued: mockec2.T0}
 	named := old
 	named.PV = "pvc-static-2"
@@ -154,7 +155,9 @@ func TestWhenAnEarlierReleasesOperationFollowsASnapshot(t *testing.T) {
 		wantWait bool
 	}{
 		{name: "an earlier release's operation waits while EC2 lists fewer snapshots than Velero recorded, saying why", op: old, listed: 1, after: time.Minute, wantWait: true},
-		{name: "an earlier release's operation follows the snapshot once EC2 lists every one Velero recorded", op: old, listed: 2, after: time.Minute},
+		{name: "an earlier release's operation follows the snapshot marked returned once EC2 lists every one Velero recorded", op: old, src: &srcMarked, listed: 2, after: time.Minute},
+		{name: "an earlier release's operation does not follow a snapshot unmarked as returned before every snapshot its CreateSnapshot may have made is listed (a call retried after a lost answer made two)", op: old, listed: 2, after: time.Minute, wantWait: true},
+		{name: "an earlier release's operation follows a snapshot unmarked as returned once every snapshot its CreateSnapshot may have made is listed", op: old, listed: 2, after: 13 * time.Minute},
 		{name: "an earlier release's operation still waits past its create window while EC2 lists fewer (its own may be gone with the backup's deletion)", op: old, listed: 1, after: 12 * time.Minute, wantWait: true},
 		{name: "an operation of a release that tagged no UID follows the snapshot once its own would be listed beside it", op: old, src: &srcWithoutUID, unnamed: 2, after: 12 * time.Minute},
 		{name: "an operation of a release that tagged no UID waits within its create window", op: old, src: &srcWithoutUID, unnamed: 2, after: time.Minute, wantWait: true},

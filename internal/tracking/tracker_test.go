@@ -172,7 +172,7 @@ func checkProgress(t *testing.T, p velero.OperationProgress, err error, w want) 
 }
 
 func TestProgress(t *testing.T) {
-	intent := mockec2.ToDest(model.TagCopyKMSKeyID, "alias/dr", model.TagCopyCompletionMinutes, "60", model.TagPV, "pv-1")
+	intent := mockec2.ToDest(model.TagCopyKMSKeyID, "alias/dr", model.TagCopyCompletionMinutes, "60")
 	src := func(state types.SnapshotState, opts ...mockec2.SnapOpt) types.Snapshot {
 		return mockec2.Snapshot("snap-0000000a", mockec2.VolA, state, opts...)
 	}

@@ -44,6 +44,7 @@ var findings = []finding{
 	{"unlocked, location unread: a regional copy refused while the Kubernetes API refuses to show the backup's locations fails the operation with its vault copy, requested a reconcile before, never locked", catUnlockedAfterEnd, true},
 	{"st1, earlier release: an earlier release's CreateSnapshot on an st1 volume, retried after a lost answer and refused while that answer's snapshot is pending, fails; Velero records every native snapshot failed, and the operations complete following the snapshot, which the backup's deletion leaves", catUIDLessLeaked, true},
 	{"v1 static PVs without the UID, deletion: a backup deleted while an earlier release's operations, tagged without the backup's UID, wait past their create window: the first PV's snapshot deleted, its operation completed following the other PV's", catOldOperationOtherPV, true},
+	{"v1 retried, listing lag: an earlier release's CreateSnapshot retried after a lost answer, its returned snapshot not listed yet: the operation completes following the lost answer's unmarked snapshot while the returned one is pending", catOldOperationOtherPV, true},
 }
 
 // knownOpen are the broken promises the code is known to show (the findings not fixed yet).

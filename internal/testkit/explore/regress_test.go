@@ -558,6 +558,26 @@ func TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise(t *testing.T) {
 		w.pollUntilEnded()
 		settleAndJudge(t, w)
 	})
+	// The returned snapshot of the retried call not listed yet while the lost answer's is: the
+	// first PV's operation does not follow the unmarked one before every snapshot its call may
+	// have made is listed.
+	t.Run("a CreateSnapshot retried after a lost answer, the returned snapshot not listed yet", func(t *testing.T) {
+		s := upgradeSetup(setup{listingLag: 40 * time.Second, timeout: time.Hour, seed: 54}, true, true)
+		s.upgrade.retried = true
+		w, err := newWorld(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.execute(0)
+		w.execute(1)
+		w.create(0)
+		w.create(1)
+		w.advance(30 * time.Second)
+		w.reconcile()
+		w.checkStep()
+		w.pollUntilEnded()
+		settleAndJudge(t, w)
+	})
 	// On an st1 volume (one pending snapshot) the retry is refused while the lost answer's
 	// snapshot is pending: both CreateSnapshot calls fail, and Velero records no native snapshot.
 	// The snapshot the lost answer made is then deleted by the operations, not followed to
