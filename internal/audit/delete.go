@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
 
@@ -14,7 +15,7 @@ import (
 // drills left, each after a DryRun of its deletion, and records in rep what it deleted and what it refused and why. It refuses every
 // orphan a deletion must not touch (locked ones; those kept by vaultRetainOnDelete are not
 // orphans), and all of them when the audit could not read everything.
-func DeleteOrphans(ctx context.Context, clients Clients, w World, rep *Report) {
+func DeleteOrphans(ctx context.Context, clients cli.Clients, w World, rep *Report) {
 	creds := map[string]ec2api.Credentials{}
 	for _, s := range w.Snapshots {
 		creds[s.Region+"/"+s.ID] = s.Creds
@@ -49,7 +50,7 @@ func DeleteOrphans(ctx context.Context, clients Clients, w World, rep *Report) {
 }
 
 // deleteOne asks EC2 whether the deletion is permitted (DryRun), then deletes.
-func deleteOne(ctx context.Context, clients Clients, creds ec2api.Credentials, o Orphan) (bool, string) {
+func deleteOne(ctx context.Context, clients cli.Clients, creds ec2api.Credentials, o Orphan) (bool, string) {
 	c, err := clients.Client(ctx, o.Region, creds)
 	if err != nil {
 		return false, err.Error()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
@@ -28,8 +29,8 @@ type Auditor struct {
 	// Kube reads Velero's objects and the cluster's identity.
 	Kube     client.Reader
 	Records  Records
-	Resolver Resolver
-	Clients  Clients
+	Resolver cli.Resolver
+	Clients  cli.Clients
 	Clock    clock.PassiveClock
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string

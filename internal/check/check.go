@@ -15,22 +15,11 @@ package check
 import (
 	"context"
 
-	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
-	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 )
-
-// Resolver finds a location's credentials as the item actions do (*location.Resolver).
-type Resolver interface {
-	ForBackup(ctx context.Context, backup *velerov1.Backup, region string) (location.Choice, error)
-}
-
-// Clients hands out EC2 clients (*ec2api.Factory).
-type Clients interface {
-	Client(ctx context.Context, region string, creds ec2api.Credentials) (ec2api.EC2, error)
-}
 
 // Identities names the account of credentials, with STS GetCallerIdentity (*ec2api.Factory).
 type Identities interface {
@@ -42,8 +31,8 @@ type Checker struct {
 	// Kube reads VolumeSnapshotLocations, PersistentVolumes, Schedules and Velero's Deployment.
 	Kube client.Reader
 	// Resolver finds each location's credentials; Clients and Identities reach AWS with them.
-	Resolver   Resolver
-	Clients    Clients
+	Resolver   cli.Resolver
+	Clients    cli.Clients
 	Identities Identities
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string

@@ -70,8 +70,10 @@ func NewDeleter(cfg model.Config, clients ec2api.Regional, opts ...ebs.Option) *
 //
 // It reads EC2 (readDeletion), decides (decideDeletion), then acts, within deleteBudget. A
 // source whose copy may still start is first marked as being deleted, so that no tracker
-// starts one afterwards, and EC2 is read again: a copy asked for just before is waited for.
-// Then the source is deleted, and the copies only once it is gone, so that a deletion that
+// starts one afterwards, and EC2 is read again: a copy asked for just before is waited for,
+// and a mark EC2 refused fails the deletion before anything is deleted, unless the source is
+// gone or carries EC2's limit of tags (no tracker can mark it for a copy either). Then the
+// source is deleted, and the copies only once it is gone, so that a deletion that
 // fails half-way leaves what the next one needs to find the rest; if a region that may hold a
 // copy cannot be asked, nothing is deleted. Locked snapshots and retained vault copies are
 // kept, and snapshots that only look like this backup's are left alone, each logged. Every
@@ -85,6 +87,7 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 	defer cancel()
 	policy := deletionPolicy{retainVaultCopies: s.cfg.Vault.RetainOnDelete, listingLag: s.ListingLag}
 	var markedAt time.Time
+	var marked markAnswer
 	unlisted := unlistedUnknown
 	for wait := firstLookAgain; ; {
 		// The decision's time is when the read began: what it saw is as old as that, however
@@ -94,11 +97,15 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 		if err != nil {
 			return err
 		}
-		seen.markedAt, seen.unlisted = markedAt, unlisted
+		seen.markedAt, seen.unlisted, seen.marked = markedAt, unlisted, marked
+		marked = markAnswer{} // judged once, with the look that follows the mark
 		plan := decideDeletion(seen, policy, now)
+		if plan.warning != "" {
+			s.Log.WithError(plan.warningCause).Warn(plan.warning)
+		}
 		switch {
-		case plan.refusal != "":
-			return errors.New(plan.refusal)
+		case plan.refusal != nil:
+			return plan.refusal
 		case plan.probe != nil:
 			if unlisted, err = s.probeUnlisted(ctx, plan.probe); err != nil {
 				return err
@@ -107,7 +114,7 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 				markedAt = s.Clock.Now()
 			}
 		case plan.mark != nil:
-			if err := s.markDeleting(ctx, *plan.mark); err != nil {
+			if marked, err = s.markDeleting(ctx, *plan.mark); err != nil {
 				return err
 			}
 			markedAt = s.Clock.Now()
@@ -310,32 +317,20 @@ func (s *Deleter) unreturnedOfBackup(ctx context.Context, region string, src *ty
 	return out, nil
 }
 
-// markDeleting marks the source as being deleted, so that no tracker starts a copy of it
-// afterwards (a tracker reads its sources again after marking them for copies). A source EC2
-// no longer knows needs no mark, and neither does one that carries EC2's 50 tags already: no
-// tracker can mark it for a copy either. Any other refusal, or a mark whose outcome is unknown,
-// fails the deletion before anything is deleted: without the mark a copy may start after the
-// deletion read EC2, and be left.
-func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) error {
+// markDeleting marks the source as being deleted (TagDeletionRequestedAt), so that no tracker
+// starts a copy of it afterwards (a tracker reads its sources again after marking them for
+// copies), and returns EC2's answer, which decideDeletion judges; it fails only when the
+// region's clients cannot be had, before any request.
+func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) (markAnswer, error) {
 	c, err := s.clients(ctx, source.region)
 	if err != nil {
-		return err
+		return markAnswer{}, err
 	}
 	_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
 		Resources: []string{source.id},
 		Tags:      []types.Tag{{Key: aws.String(model.TagDeletionRequestedAt), Value: aws.String(s.Clock.Now().UTC().Format(time.RFC3339))}},
 	})
-	switch {
-	case err == nil || ec2api.IsNotFound(err):
-		return nil
-	case ec2api.Code(err) == ec2api.CodeTagLimitExceeded:
-		s.Log.WithError(err).Warnf("Could not mark snapshot %s as being deleted: it carries EC2's limit of tags, so no copy of it can be marked and started either", source)
-		return nil
-	case ec2api.IsTransient(err):
-		return fmt.Errorf("marking snapshot %s as being deleted: %w; nothing deleted, delete the backup again", source, err)
-	}
-	return fmt.Errorf("marking snapshot %s as being deleted, so that no copy of it starts meanwhile: %w; nothing deleted: "+
-		"allow the location's credentials ec2:CreateTags on the backup's snapshots (the README's IAM policy), then delete the backup again", source, err)
+	return markAnswer{source: source, err: err}, nil
 }
 
 // probeUnlisted marks a recorded snapshot EC2 lists nowhere as being deleted, in each region

@@ -2,6 +2,7 @@ package deleting
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,6 +79,16 @@ type deletionSeen struct {
 	// unlisted is what marking the recorded snapshot told, when EC2 lists neither it nor a
 	// copy of it: EC2 may not list a snapshot made moments ago yet.
 	unlisted unlistedState
+	// marked is EC2's answer to the mark this deletion sent the source since its previous
+	// look; zero when it sent none.
+	marked markAnswer
+}
+
+// markAnswer is EC2's answer to a deletion's mark of its source (TagDeletionRequestedAt): err
+// is nil when EC2 took it.
+type markAnswer struct {
+	source regionalSnapshot
+	err    error
 }
 
 // deletionPolicy is what the deleting location's config and settings say about deletion.
@@ -99,7 +110,11 @@ type deletionTarget struct {
 // set; when none is, the deletion deletes source, then rest, and keeps and leaves the others.
 type deletionPlan struct {
 	// refusal, when set, is why nothing may be deleted.
-	refusal string
+	refusal error
+	// warning, when set, is logged before the plan is acted on, with warningCause, EC2's
+	// error behind it.
+	warning      string
+	warningCause error
 	// probe is the recorded snapshot, listed nowhere, in each region it may be in, to mark as
 	// being deleted: EC2 accepting the mark in one says it exists (not listed yet), refusing it
 	// as not found in all that it is gone.
@@ -174,11 +189,46 @@ func (b backupOf) has(c backupOf) bool {
 // source account) are kept when the location, the source or the copy itself asks for it.
 // Copies EC2 reports locked are kept. A source is marked as being deleted before its deletion
 // while a copy of it may still start (a target without a copy), and a copy asked for just
-// before the mark is waited for, for EC2's listing lag.
+// before the mark is waited for, for EC2's listing lag. EC2's answer to that mark comes first
+// (markAnswer.meaning): a mark refused fails the deletion before anything is deleted.
 func decideDeletion(seen deletionSeen, policy deletionPolicy, now time.Time) deletionPlan {
+	refusal, warning := seen.marked.meaning()
+	if refusal != nil {
+		return deletionPlan{refusal: refusal}
+	}
+	plan := decideFromSnapshots(seen, policy, now)
+	if warning != "" {
+		plan.warning, plan.warningCause = warning, seen.marked.err
+	}
+	return plan
+}
+
+// meaning is what EC2's answer to the source's mark means: a refusal that fails the deletion,
+// or a warning to log as it goes on as marked (neither when EC2 took the mark). A source EC2
+// no longer knows needs no mark, and neither does one that carries EC2's 50 tags already: no
+// tracker can mark it for a copy either. Any other refusal, or a mark whose outcome is
+// unknown, fails the deletion before anything is deleted: without the mark a copy may start
+// after the deletion read EC2, and be left.
+func (a markAnswer) meaning() (refusal error, warning string) {
+	switch err := a.err; {
+	case err == nil || ec2api.IsNotFound(err):
+		return nil, ""
+	case ec2api.Code(err) == ec2api.CodeTagLimitExceeded:
+		return nil, fmt.Sprintf("Could not mark snapshot %s as being deleted: it carries EC2's limit of tags, so no copy of it can be marked and started either", a.source)
+	case ec2api.IsTransient(err):
+		return fmt.Errorf("marking snapshot %s as being deleted: %w; nothing deleted, delete the backup again", a.source, err), ""
+	default:
+		return fmt.Errorf("marking snapshot %s as being deleted, so that no copy of it starts meanwhile: %w; nothing deleted: "+
+			"allow the location's credentials ec2:CreateTags on the backup's snapshots (the README's IAM policy), then delete the backup again", a.source, err), ""
+	}
+}
+
+// decideFromSnapshots is decideDeletion once the source's mark, if any, was taken: what the
+// snapshots seen, the policy and the time call for.
+func decideFromSnapshots(seen deletionSeen, policy deletionPolicy, now time.Time) deletionPlan {
 	ours, refusal := seen.backup()
 	if refusal != "" {
-		return deletionPlan{refusal: refusal}
+		return deletionPlan{refusal: errors.New(refusal)}
 	}
 	var plan deletionPlan
 	var copies []foundSnapshot

@@ -356,6 +356,7 @@ func TestDecideDeletion(t *testing.T) {
 	oldSrc := retagged(src, model.TagPV, "pv-1", model.TagRecorded, model.RecordedTrue)
 	oldRetried := mockec2.Snapshot("snap-00000020", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1"))
 	oldOtherPV := mockec2.Snapshot("snap-00000021", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-2", model.TagRecorded, model.RecordedTrue))
+	sourceInSrc := regionalSnapshot{mockec2.SrcRegion, "snap-0000000a"}
 	inSrc := func(snaps ...types.Snapshot) []foundSnapshot {
 		var out []foundSnapshot
 		for _, s := range snaps {
@@ -375,8 +376,10 @@ func TestDecideDeletion(t *testing.T) {
 		seen   deletionSeen
 		policy deletionPolicy
 		now    time.Duration // after t0
-		// want: "refuse", "mark ID", "wait until T", or the plan as "delete ID; then ID,ID; keep ID (why); leave ID".
+		// want: "refuse", "mark ID", "wait until T", or the plan as "warn (text); delete ID; then ID,ID; keep ID (why); leave ID".
 		want string
+		// refusalSays is what a refusal's error says, in part.
+		refusalSays string
 	}{
 		{name: "the source goes first, then its copy",
 			seen: deletionSeen{source: &src, copies: inDst(locationCredentials, cp)},
@@ -458,6 +461,20 @@ func TestDecideDeletion(t *testing.T) {
 			want: "delete snap-0000000a in us-east-1"},
 		{name: "a copy asked for long before the mark is not waited for",
 			seen: deletionSeen{source: marked(src, model.TagCopyRequestedAt, at(-time.Hour)), markedAt: mockec2.T0}, now: time.Second,
+			want: "delete snap-0000000a in us-east-1"},
+		// EC2's answer to the deletion's mark of the source, judged before EC2's listings.
+		{name: "a mark IAM refuses: nothing deleted, the error names the permission",
+			seen: deletionSeen{source: &pending, markedAt: mockec2.T0, marked: markAnswer{sourceInSrc, mockec2.HTTPErr(403, "UnauthorizedOperation")}},
+			want: "refuse", refusalSays: "UnauthorizedOperation; nothing deleted: allow the location's credentials ec2:CreateTags"},
+		{name: "a mark whose outcome is unknown: nothing deleted, delete the backup again",
+			seen: deletionSeen{source: &pending, markedAt: mockec2.T0, marked: markAnswer{sourceInSrc, mockec2.HTTPErr(503, "ServiceUnavailable")}},
+			want: "refuse", refusalSays: "ServiceUnavailable; nothing deleted, delete the backup again"},
+		{name: "a source carrying EC2's limit of tags, which no tracker can mark for a copy either, is deleted without the mark, with a warning",
+			seen: deletionSeen{source: &pending, markedAt: mockec2.T0, marked: markAnswer{sourceInSrc, mockec2.HTTPErr(400, ec2api.CodeTagLimitExceeded)}},
+			want: "warn (Could not mark snapshot snap-0000000a in us-east-1 as being deleted: it carries EC2's limit of tags, so no copy of it can be marked and started either); " +
+				"delete snap-0000000a in us-east-1"},
+		{name: "a source EC2 no longer knows when marked (gone meanwhile, still listed) needs no mark: its deletion goes on",
+			seen: deletionSeen{source: &pending, markedAt: mockec2.T0, marked: markAnswer{sourceInSrc, mockec2.APIErr(ec2api.CodeSnapshotNotFound)}},
 			want: "delete snap-0000000a in us-east-1"},
 		{name: "a source marked by an earlier deletion is not marked again",
 			seen: deletionSeen{source: marked(pending)}, now: time.Hour,
@@ -548,6 +565,9 @@ func TestDecideDeletion(t *testing.T) {
 			if got := planText(plan); got != tt.want {
 				t.Errorf("plan %q, want %q", got, tt.want)
 			}
+			if tt.refusalSays != "" && (plan.refusal == nil || !strings.Contains(plan.refusal.Error(), tt.refusalSays)) {
+				t.Errorf("refusal %v, want it to say %q", plan.refusal, tt.refusalSays)
+			}
 		})
 	}
 }
@@ -555,7 +575,7 @@ func TestDecideDeletion(t *testing.T) {
 // planText writes a plan as TestDecideDeletion's rows want it.
 func planText(p deletionPlan) string {
 	switch {
-	case p.refusal != "":
+	case p.refusal != nil:
 		return "refuse"
 	case p.probe != nil:
 		var where []string
@@ -569,6 +589,9 @@ func planText(p deletionPlan) string {
 		return "wait until " + p.waitUntil.UTC().Format(time.RFC3339)
 	}
 	var parts, first []string
+	if p.warning != "" {
+		parts = append(parts, "warn ("+p.warning+")")
+	}
 	for _, t := range p.first {
 		first = append(first, t.String())
 	}

@@ -61,8 +61,8 @@ type Driller struct {
 	// Kube reads the Backup, the location and the cluster's identity, and writes --record.
 	Kube     client.Client
 	Records  audit.Records
-	Resolver audit.Resolver
-	Clients  audit.Clients
+	Resolver cli.Resolver
+	Clients  cli.Clients
 	Clock    clock.Clock
 	Log      logrus.FieldLogger
 	// Namespace is Velero's; Provider the plugin's.
