@@ -157,7 +157,7 @@ func decideCopyPhase(v *backupView, src *types.Snapshot, tg model.Target, f fill
 	case cp == nil && model.TagValue(src.Tags, model.TagDeletionRequestedAt) != "":
 		return wait("snapshot %s is being deleted with its backup; no %s to %s is started", srcID, tg.CopyName(), tg)
 	case cp == nil && v.timedOut(src, now):
-		return wait("Velero's item-operation timeout has passed for snapshot %s; no %s to %s is started", srcID, tg.CopyName(), tg)
+		return wait("Velero's item-operation timeout for snapshot %s is past or too near for a copy; no %s to %s is started", srcID, tg.CopyName(), tg)
 	case cp == nil && model.TagValue(src.Tags, model.TagCopyFailed) != "" && !v.recentlyRequested(src, tg, v.seenAt(), listingLag):
 		return copyDecision{fail: fmt.Sprintf("no %s of snapshot %s to %s is started: a copy of it was refused at %s (%s); the plugin's log of that time names EC2's answer",
 			tg.CopyName(), srcID, tg, model.TagValue(src.Tags, model.TagCopyFailed), model.TagCopyFailed), mark: true}

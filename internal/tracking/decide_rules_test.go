@@ -478,3 +478,35 @@ func TestVaultPhaseWhenSTSRefusesToConfirmTheAccount(t *testing.T) {
 		})
 	}
 }
+
+// When a source's operation may be past Velero's item-operation timeout, so that no copy of it
+// is started: Velero cancels the operation a timeout after it opened, and it may have opened a
+// create window before the source started (its CreateSnapshot riding out EC2's limits), so no
+// copy starts that late, whether or not Cancel could mark the source; a short timeout keeps
+// three quarters of it for the copy.
+func TestWhenASourceIsPastItsOperationsTimeout(t *testing.T) {
+	const createWindow = 12 * time.Minute
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		since   time.Duration // from the source's start to now
+		want    bool
+	}{
+		{"well within the timeout: copied", 4 * time.Hour, time.Hour, false},
+		{"just more than a create window before the timeout after the source started: copied", 4 * time.Hour, 4*time.Hour - createWindow - time.Second, false},
+		{"within a create window of the timeout after the source started: its operation, opened as early, may be cancelled", 4 * time.Hour, 4*time.Hour - createWindow + time.Second, true},
+		{"a timeout shorter than four create windows keeps three quarters of it for the copy", 20 * time.Minute, 15*time.Minute - time.Second, false},
+		{"a timeout shorter than four create windows: past at three quarters of it (Cancel's mark stops a later copy)", 20 * time.Minute, 15*time.Minute + time.Second, true},
+		{"a timeout Velero did not pass: never past", 0, 48 * time.Hour, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newBackupView(ebs.Place{}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			v.setOperationTimeout(tt.timeout, createWindow)
+			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted)
+			if got := v.timedOut(&src, mockec2.T0.Add(tt.since)); got != tt.want {
+				t.Errorf("timedOut = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

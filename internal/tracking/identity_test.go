@@ -156,18 +156,20 @@ func TestProgressOneUntaggableSourceHoldsUpNoOther(t *testing.T) {
 func TestCancelIsFinal(t *testing.T) {
 	f := mockec2.NewFixture(t)
 	a := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.ToDest())
-	b := mockec2.Snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, mockec2.ToDest(), mockec2.StartedAt(time.Second))
+	b := mockec2.Snapshot("snap-0000000b", volN(2), types.SnapshotStateCompleted, mockec2.ToDest(), mockec2.StartedAt(50*time.Minute))
 	f.Src().Add(a, b)
 	f.Dst().Add(mockec2.CopyOfSnap("snap-0000000c", a, types.SnapshotStatePending))
 	m := serveTracker(f, nil)
 	backup := backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 2)
+	backup.Spec.ItemOperationTimeout = metav1.Duration{Duration: time.Hour}
+	f.Clk.Step(time.Hour + time.Minute) // Velero's timeout of the first operation
 	if err := newTracker(f).Cancel(context.Background(), opID(mockec2.VolA), backup); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(f.Dst().Deleted) != "[snap-0000000c]" {
 		t.Fatalf("deleted %v in %s, want the pending copy", f.Dst().Deleted, mockec2.DstRegion)
 	}
-	f.Clk.Step(time.Hour) // far beyond the listing lag
+	f.Clk.Step(2 * time.Minute) // beyond the listing lag
 	if _, err := newTracker(f).Progress(context.Background(), opID(volN(2)), backup); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +280,7 @@ func TestCancelThatCannotMarkTheSourceLeavesItUncopyable(t *testing.T) {
 		}
 	}
 	p, err = newTracker(f).Progress(context.Background(), opID(mockec2.VolA), backup)
-	checkProgress(t, p, err, want{n: 100, total: 200, desc: "Velero's item-operation timeout has passed for snapshot snap-0000000a"})
+	checkProgress(t, p, err, want{n: 100, total: 200, desc: "Velero's item-operation timeout for snapshot snap-0000000a is past or too near for a copy"})
 }
 
 // Many operations time out in one reconcile: each Cancel marks its source, and pending copies

@@ -137,7 +137,7 @@ func (t *Tracker) lookup(ctx context.Context, op model.Operation, backup *velero
 		}
 		v, err := t.view(ctx, pl, op.Region, id)
 		if v != nil {
-			v.setOperationTimeout(backup.Spec.ItemOperationTimeout.Duration)
+			v.setOperationTimeout(backup.Spec.ItemOperationTimeout.Duration, t.CreateWindow())
 		}
 		switch {
 		case err != nil && ec2api.IsTransient(err):
@@ -194,8 +194,8 @@ func (t *Tracker) report(ctx context.Context, v *backupView, op model.Operation,
 }
 
 // Cancel stops the operation's copy for good. The source is marked first, so that no Progress
-// call starts its copy again (and without the mark no fill copies a source past Velero's
-// item-operation timeout); then its share with a vault is removed and, within the
+// call starts its copy again (without the mark no fill copies a source past its timeout rule's
+// bound, see timedOut); then its share with a vault is removed and, within the
 // reconcile's time for EC2 requests, a copy still pending is deleted (a locked one stays).
 // The source snapshot belongs to the backup and goes with it, and so does a pending copy left
 // for lack of time.

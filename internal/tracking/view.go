@@ -54,9 +54,11 @@ type backupView struct {
 	claimed   map[string]bool                       // source IDs an operation of this process follows
 	followed  map[string]bool                       // source IDs an operation follows or certainly will, this description
 	ended     map[string]bool                       // source IDs whose operation this process reported ended
-	cancelled map[string]bool                       // source IDs whose operation Velero cancelled
 	deleted   map[string]bool                       // strays this process deleted
 	timeout   time.Duration                         // the backup's item-operation timeout; 0 when unknown
+	// createWindow is how long before a snapshot started its operation may have been opened.
+	createWindow time.Duration
+	cancelled    map[string]bool // source IDs whose operation Velero cancelled
 }
 
 func newBackupView(place ebs.Place, region string, id model.BackupIdentity, clk clock.Clock) *backupView {
@@ -234,21 +236,25 @@ func (v *backupView) sourceByID(id string) *types.Snapshot { return v.byID[id] }
 // is started afterwards.
 func (v *backupView) end(id string) { v.ended[id] = true }
 
-// setOperationTimeout records the backup's item-operation timeout, as the Backup passed says.
-func (v *backupView) setOperationTimeout(d time.Duration) { v.timeout = d }
-
-// timedOut reports whether Velero's item-operation timeout may have passed for the operation of
-// source s: its operation was opened before s started, so Velero cancels it at the latest a
-// timeout after s started, and, the node's clock being off by up to the clock-skew margin, as
-// early as that margin before (a quarter of a timeout shorter than four margins). From then on
-// its copy is never started, whether or not the cancelled mark could be written: a copy that
-// late could not complete before the timeout.
-func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
-	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-min(model.ClockSkew, v.timeout/timeoutMarginShare)))
+// setOperationTimeout records the backup's item-operation timeout, as the Backup passed says, and
+// how long before a snapshot started its operation may have been opened (the create window).
+func (v *backupView) setOperationTimeout(d, createWindow time.Duration) {
+	v.timeout, v.createWindow = d, createWindow
 }
 
-// timeoutMarginShare bounds the clock-skew margin before Velero's item-operation timeout to
-// this share of the timeout.
+// timedOut reports whether Velero's item-operation timeout may have passed for the operation of
+// source s: Velero cancels it a timeout after it was opened, which was up to the create window
+// before s started (its CreateSnapshot riding out EC2's limits; the window holds the clock-skew
+// margin). From then on its copy is never started, whether or not Cancel could mark the source:
+// a copy that late could not complete before the timeout. A timeout shorter than four create
+// windows keeps three quarters of it for the copy: there, the source of an operation whose
+// CreateSnapshot took longer than a quarter of it is kept from a copy by Cancel's mark alone.
+func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
+	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-min(v.createWindow, v.timeout/timeoutMarginShare)))
+}
+
+// timeoutMarginShare bounds the margin before Velero's item-operation timeout to this share of
+// the timeout.
 const timeoutMarginShare = 4
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
@@ -353,11 +359,11 @@ func (v *backupView) recordVaultCheck(tg model.Target, c vaultCheck) { v.checks[
 // recordLock records the state of a vault copy's lock EC2 just reported.
 func (v *backupView) recordLock(copyID string, state types.LockState) { v.locks[copyID] = state }
 
-// lockState is the vault copy's lock as last seen; "" when it has none.
-func (v *backupView) lockState(copyID string) types.LockState { return v.locks[copyID] }
-
 // cancel records that the operation following id was cancelled.
 func (v *backupView) cancel(id string) { v.cancelled[id] = true }
+
+// lockState is the vault copy's lock as last seen; "" when it has none.
+func (v *backupView) lockState(copyID string) types.LockState { return v.locks[copyID] }
 
 // forgetStray records that a stray snapshot was deleted.
 func (v *backupView) forgetStray(id string) { v.deleted[id] = true }

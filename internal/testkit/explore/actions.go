@@ -158,6 +158,21 @@ func restoredVolumeTags(i int) map[string]string {
 	return map[string]string{model.TagRestoreToken: fmt.Sprintf("restore-%d", i)}
 }
 
+// reconcileAtTimeout is Velero's first reconcile after the earliest open operation's
+// item-operation timeout, by past: the clock moves there (unless it is there already).
+func (w *world) reconcileAtTimeout(past time.Duration) {
+	var at time.Time
+	for _, op := range w.ops {
+		if due := op.issued.Add(w.setup.timeout); op.executed && op.state == opOpen && (at.IsZero() || due.Before(at)) {
+			at = due
+		}
+	}
+	if d := at.Add(past).Sub(w.clk.Now()); !at.IsZero() && d > 0 {
+		w.advance(d)
+	}
+	w.reconcile()
+}
+
 // advance moves the clock.
 func (w *world) advance(d time.Duration) {
 	w.clk.Step(d)

@@ -86,7 +86,22 @@ func (w *world) refuses(q request) bool {
 // queues reports whether EC2 queues q now: a regional copy, or a vault one, before a late
 // refusal begins (setup.regionalQueued, setup.vaultQueued).
 func (w *world) queues(q request) bool {
-	return w.setup.regionalQueued && regionalCopy(q) || w.setup.vaultQueued && q.action == "CopySnapshot" && q.role == "vault"
+	return w.setup.regionalQueued && regionalCopy(q) || w.setup.vaultQueued && q.action == "CopySnapshot" && q.role == "vault" ||
+		q.action == "CopySnapshot" && w.slotsHeld()
+}
+
+// slotsHeld reports whether another tool's copies hold the account's copy slots now
+// (setup.slotsHeldPast): until that long after the first timeout of an open operation.
+func (w *world) slotsHeld() bool {
+	if w.setup.slotsHeldPast == 0 {
+		return false
+	}
+	for _, op := range w.ops {
+		if op.executed && w.clk.Now().After(op.issued.Add(w.setup.timeout+w.setup.slotsHeldPast)) {
+			return false
+		}
+	}
+	return true
 }
 
 // refusesMark reports whether EC2 refuses q, a CreateTags of a copy-failed mark with the

@@ -45,6 +45,9 @@ const (
 	actFailedMark = "velero: reconcile, EC2 failing one call's CreateTags"
 	// actRefusalBegins is an account's policy beginning to refuse a copy mid-run (copied.go).
 	actRefusalBegins = "account: policy begins refusing a copy"
+	// actTimeoutReconcile is Velero's first reconcile after an open operation's item-operation
+	// timeout: the clock moves to the earliest one, and a sync period at most past it.
+	actTimeoutReconcile = "velero: reconcile at an item-operation timeout"
 	// actToolSnapshot is a backup tool's policy (Data Lifecycle Manager's, say) snapshotting one
 	// of this backup's volumes with its own tags.
 	actToolSnapshot = "tool: snapshot of this backup's volume"
@@ -54,9 +57,14 @@ var (
 	advances = []time.Duration{time.Second, syncPeriod, time.Minute, 5 * time.Minute, 20 * time.Minute, time.Hour}
 	// itemAdvances are how far the clock may move while a PV's Execute waits for its
 	// CreateSnapshot: core asks right after, in the same worker.
-	itemAdvances    = []time.Duration{time.Second, syncPeriod}
-	listingLags     = []time.Duration{0, 5 * time.Second, 40 * time.Second}
-	timeouts        = []time.Duration{time.Hour, 4 * time.Hour}
+	itemAdvances = []time.Duration{time.Second, syncPeriod}
+	listingLags  = []time.Duration{0, 5 * time.Second, 40 * time.Second}
+	// timeouts are the item-operation timeouts users set: a short one (less than four create
+	// windows) leaves a cancelled source copyable but for its copy-cancelled mark.
+	timeouts = []time.Duration{20 * time.Minute, time.Hour, 4 * time.Hour}
+	// slotReleases are how long after the first item-operation timeout another tool's copies
+	// free the account's copy slots (setup.slotsHeldPast).
+	slotReleases    = []time.Duration{syncPeriod, time.Minute, 3 * time.Minute}
 	pvNames         = []string{"pvc-1", "pvc-2", "pvc-3"}
 	maxForeign      = 4
 	maxHookRequests = 12
@@ -118,6 +126,9 @@ func drawSetup(t *rapid.T) setup {
 	// Not with the earlier release: its CreateSnapshot did not ride out an st1 volume's one
 	// pending snapshot, which the README's known limit of static PVs on one volume names.
 	s.hddVolumes = s.upgrade == nil && rapid.IntRange(0, 3).Draw(t, "st1 volumes (0)") == 0
+	if (s.copyTo || s.vault) && rapid.IntRange(0, 3).Draw(t, "copy slots held past the first item-operation timeout (0)") == 0 {
+		s.slotsHeldPast = rapid.SampledFrom(slotReleases).Draw(t, "slots freed past the timeout by")
+	}
 	return s
 }
 
@@ -163,7 +174,7 @@ func (w *world) enabled() []string {
 	}
 	waiting := w.waiting()
 	if w.itemPhaseDone() && waiting && !w.deleted {
-		out = append(out, actReconcile, actPoll)
+		out = append(out, actReconcile, actPoll, actTimeoutReconcile)
 		if !w.restarted {
 			out = append(out, actRestart)
 		}
@@ -241,6 +252,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.createInterleaved(i, rapid.SampledFrom(others).Draw(t, "another worker's PV"), rapid.IntRange(0, maxHookRequests).Draw(t, "after requests"))
 	case actReconcile:
 		w.reconcile()
+	case actTimeoutReconcile:
+		w.reconcileAtTimeout(rapid.SampledFrom(itemAdvances).Draw(t, "past the timeout by"))
 	case actLoseCancel:
 		w.reconcileLosingCancel()
 	case actFailedMark:

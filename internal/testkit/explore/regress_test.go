@@ -416,7 +416,7 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 		{
 			name: "a Cancel of an operation whose vault copy is locked while pending sends no DeleteSnapshot for it and returns nil",
 			setup: onePV(setup{vault: true, vaultRegion: farRegion, lock: true, vaultCredsOf: vaultAccount, vaultAccountID: vaultAccount,
-				timeout: time.Hour, seed: 35}),
+				timeout: time.Hour, slowCopies: true, seed: 35}),
 			steps: func(w *world) {
 				w.timeOutWithCopiesPending(farRegion, 3)
 				w.requireLockedPendingCancelledQuietly()
@@ -424,7 +424,7 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 		},
 		{
 			name:  "many operations timing out in one reconcile at EC2's request rate each cancel within the budget",
-			setup: manyPVs(24, setup{copyTo: true, timeout: time.Hour, requestTime: mutatingRequestTime, seed: 36}),
+			setup: manyPVs(24, setup{copyTo: true, timeout: time.Hour, slowCopies: true, requestTime: mutatingRequestTime, seed: 36}),
 			steps: func(w *world) {
 				w.timeOutWithCopiesPending(copyRegion, 4)
 				if w.cancels.copyDeletions == 0 {
@@ -627,19 +627,21 @@ func (w *world) requireLockedPendingCancelledQuietly() {
 	}
 }
 
-// timeOutWithCopiesPending runs the backup with region down until its copies there cannot have
-// completed, brings region back for reconciles reconciles 10 s apart (the copies start, still
-// pending), and then lets Velero's one-hour item-operation timeout pass and cancel them.
+// timeOutWithCopiesPending runs the backup, copies outlasting the timeout (setup.slowCopies),
+// with region down until shortly before the last moment a copy is started (a create window
+// before the timeout), brings region back for reconciles reconciles 10 s apart (the copies
+// start, still pending), and then lets Velero's one-hour item-operation timeout pass and cancel
+// them.
 func (w *world) timeOutWithCopiesPending(region string, reconciles int) {
 	w.setDown(region, true)
 	w.runAll()
-	w.advance(57*time.Minute + 30*time.Second)
+	w.advance(45 * time.Minute)
 	w.setDown(region, false)
 	for range reconciles {
 		w.reconcile()
 		w.advance(10 * time.Second)
 	}
-	w.advance(2 * time.Minute)
+	w.advance(15 * time.Minute)
 	w.reconcile()
 	w.checkStep()
 }

@@ -13,7 +13,7 @@ const (
 	settleBound = 45 * time.Minute
 	// settleEvery is the fake time between two reconciles while settling.
 	settleEvery = time.Minute
-	// queuesDrain is how long EC2's copy queues (setup.regionalQueued) last once faults stop:
+	// queuesDrain is how long EC2's copy queues (setup.regionalQueued, slotsHeldPast) last once faults stop:
 	// long enough for a source to complete and be shared with the vault account, which begins
 	// the refusal of the queued regional copies.
 	queuesDrain = 10 * time.Minute
@@ -55,7 +55,7 @@ func (w *world) settle() {
 			w.reconcile()
 			w.refuseOnceShared()
 			if w.clk.Now().After(drained) {
-				w.setup.regionalQueued, w.setup.vaultQueued = false, false
+				w.setup.regionalQueued, w.setup.vaultQueued, w.setup.slotsHeldPast = false, false, 0
 			}
 			w.checkStep()
 			w.clk.Step(settleEvery)

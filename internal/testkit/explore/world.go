@@ -54,7 +54,7 @@ const (
 	// hddSnapshotMin and hddSnapshotMax bound how long a snapshot of an st1 volume stays
 	// pending (setup.hddVolumes): minutes, within CreateSnapshot's patience.
 	hddSnapshotMin = 2 * time.Minute
-	hddSnapshotMax = 8 * time.Minute
+	hddSnapshotMax = 9 * time.Minute
 )
 
 var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
@@ -120,8 +120,13 @@ type setup struct {
 	stsUnavailable bool
 	// hddVolumes says the backup's volumes are throughput-optimized HDD (st1): EC2 holds one
 	// pending snapshot of each, and snapshots take minutes, so a CreateSnapshot behind another
-	// tool's snapshot of its volume rides out EC2's limit for minutes.
+	// tool's snapshot of its volume (one at the run's start, and actToolSnapshot's) rides out
+	// EC2's limit for minutes.
 	hddVolumes bool
+	// slotsHeldPast, when set, says another tool's copies hold every copy slot of the account
+	// (EC2 queues the plugin's copies) until that long after the first item-operation timeout
+	// of an open operation: a source whose copy never started is cancelled, then copyable.
+	slotsHeldPast time.Duration
 }
 
 // The copies an account's policy may refuse.
@@ -218,7 +223,10 @@ func (s setup) String() string {
 		upgrade += "; STS unavailable until the operations are settled"
 	}
 	if s.hddVolumes {
-		upgrade += "; st1 volumes"
+		upgrade += "; st1 volumes, each snapshotted by a backup tool at the start"
+	}
+	if s.slotsHeldPast > 0 {
+		upgrade += fmt.Sprintf("; copy slots held by another tool until %s past the first item-operation timeout", s.slotsHeldPast)
 	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
@@ -394,6 +402,13 @@ func newWorld(s setup) (*world, error) {
 		w.ops = append(w.ops, &operation{pv: pv, volumeID: vol, upstream: s.upstream[i]})
 	}
 	w.logf("setup: %s", s)
+	if s.hddVolumes {
+		// A backup tool's policy runs at the backup's hour: each volume's one pending snapshot is
+		// its, and the backup's CreateSnapshot calls wait behind it.
+		for i := range w.ops {
+			w.toolSnapshot(i)
+		}
+	}
 	return w, nil
 }
 
