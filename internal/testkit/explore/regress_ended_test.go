@@ -60,11 +60,7 @@ var endedRegressions = []struct {
 			w.pollUntilEnded()
 			w.advance(w.lag())
 		},
-		kept: func(t *testing.T, w *world) {
-			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
-				t.Errorf("the operation ended %s with %q; want it failed, naming the refused copy", op.state, op.result)
-			}
-		},
+		kept: failedNamingRefusal,
 	},
 	{
 		name:  "a vault account refusing CopySnapshot fails each operation once: a later reconcile shares no failed operation's source again",
@@ -85,51 +81,22 @@ var endedRegressions = []struct {
 		},
 	},
 	{
-		name: "a regional copy refused while STS cannot confirm the vault credentials' account fails the operation only once its vault copy is locked",
-		want: catUnlockedAfterEnd,
-		setup: func() setup {
-			s := vaultOnly(onePV(setup{seed: 56}), true)
-			s.copyTo, s.refusedCopy, s.refusalLate, s.regionalQueued = true, regionalCopyRefused, true, true
-			return s
-		}(),
+		name:  "a regional copy refused while STS cannot confirm the vault credentials' account fails the operation only once its vault copy is locked",
+		want:  catUnlockedAfterEnd,
+		setup: regionalRefusedBesideLockedVault(56),
 		steps: func(w *world) {
-			w.runAll()
-			w.advanceUntilSnapshotAt(0, 100)
-			w.reconcile() // the regional copy queued, the vault copy made
-			w.beginRefusal()
-			w.reconcileUnderThenEnd(faults{{action: "GetCallerIdentity", effect: faultServerError, every: 1}})
+			w.refuseRegionalThenEnd(faults{{action: "GetCallerIdentity", effect: faultServerError, every: 1}}, nil)
 		},
-		kept: func(t *testing.T, w *world) {
-			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
-				t.Errorf("the operation ended %s with %q; want it failed, naming the refused copy", op.state, op.result)
-			}
-		},
+		kept: failedNamingRefusal,
 	},
 	{
-		name: "a regional copy refused while the Kubernetes API refuses to show the backup's locations fails the operation only once its vault copy is locked",
-		want: catUnlockedAfterEnd,
-		setup: func() setup {
-			s := vaultOnly(onePV(setup{seed: 57}), true)
-			s.copyTo, s.refusedCopy, s.refusalLate, s.regionalQueued = true, regionalCopyRefused, true, true
-			return s
-		}(),
+		name:  "a regional copy refused while the Kubernetes API refuses to show the backup's locations fails the operation only once its vault copy is locked",
+		want:  catUnlockedAfterEnd,
+		setup: regionalRefusedBesideLockedVault(57),
 		steps: func(w *world) {
-			w.runAll()
-			w.advanceUntilSnapshotAt(0, 100)
-			w.reconcile() // the regional copy queued, the vault copy requested
-			w.beginRefusal()
-			w.kube = &kubeFault{effect: kubeForbidden, every: 1}
-			w.reconcile()
-			w.kube = nil
-			w.checkStep()
-			w.pollUntilEnded()
-			w.advance(w.lag())
+			w.refuseRegionalThenEnd(nil, &kubeFault{effect: kubeForbidden, every: 1})
 		},
-		kept: func(t *testing.T, w *world) {
-			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
-				t.Errorf("the operation ended %s with %q; want it failed, naming the refused copy", op.state, op.result)
-			}
-		},
+		kept: failedNamingRefusal,
 	},
 	{
 		name: "STS refusing to name the vault credentials' account fails the operation only once the vault copy asked for before is locked",
@@ -213,10 +180,40 @@ func init() {
 // reconcileUnderThenEnd runs one reconcile under faults f, then, without faults, polls until
 // every operation has ended and lets EC2's listing lag pass.
 func (w *world) reconcileUnderThenEnd(f faults) {
-	w.faults = f
+	w.reconcileUnderKubeThenEnd(f, nil)
+}
+
+// reconcileUnderKubeThenEnd is reconcileUnderThenEnd with the Kubernetes API failing as k too.
+func (w *world) reconcileUnderKubeThenEnd(f faults, k *kubeFault) {
+	w.faults, w.kube = f, k
 	w.reconcile()
-	w.faults = nil
+	w.faults, w.kube = nil, nil
 	w.checkStep()
 	w.pollUntilEnded()
 	w.advance(w.lag())
+}
+
+// regionalRefusedBesideLockedVault is one PV's location with a locked vault copy and a regional
+// copy EC2 queues until a refusal begins mid-run.
+func regionalRefusedBesideLockedVault(seed int64) setup {
+	s := vaultOnly(onePV(setup{seed: seed}), true)
+	s.copyTo, s.refusedCopy, s.refusalLate, s.regionalQueued = true, regionalCopyRefused, true, true
+	return s
+}
+
+// refuseRegionalThenEnd runs the backup until its vault copy is asked for and its regional copy
+// queued, begins the regional refusal, and reconciles once under f and k, then to the end.
+func (w *world) refuseRegionalThenEnd(f faults, k *kubeFault) {
+	w.runAll()
+	w.advanceUntilSnapshotAt(0, 100)
+	w.reconcile() // the regional copy queued, the vault copy asked for
+	w.beginRefusal()
+	w.reconcileUnderKubeThenEnd(f, k)
+}
+
+// failedNamingRefusal checks that the operation failed, naming the refused copy.
+func failedNamingRefusal(t *testing.T, w *world) {
+	if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "refused") {
+		t.Errorf("the operation ended %s with %q; want it failed, naming the refused copy", op.state, op.result)
+	}
 }
