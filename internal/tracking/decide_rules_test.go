@@ -384,9 +384,7 @@ func TestWhenAVaultCopyIsLocked(t *testing.T) {
 // nothing is done to the copy, but what EC2 lists of it counts, so the progress never goes back,
 // and a copy EC2 made holds up another phase's failure until it is locked and its source unshared.
 func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
-	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
-	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted,
-		mockec2.WithTags(model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region))
+	vault, src := vaultBound()
 	tests := []struct {
 		name      string
 		copyState types.SnapshotState // "" for no copy listed
@@ -399,8 +397,7 @@ func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := newBackupView(ebs.Place{Vault: func(context.Context, string) (ec2api.EC2, error) { return nil, nil }}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
-			v.copies = map[model.Target]map[string][]types.Snapshot{vault: {}}
+			v := vaultView(vault)
 			if tt.copyState != "" {
 				cp := mockec2.CopyOfSnap("snap-v0000001", src, tt.copyState)
 				cp.OwnerId, cp.Progress = aws.String(vault.Account), aws.String("40%")
@@ -418,9 +415,7 @@ func TestVaultPhaseWhileItsAccountIsConfirmed(t *testing.T) {
 // names none waits for them; a location the Kubernetes API refuses to show may name them, and a
 // vault copy started before may be under way, so it holds up another phase's failure.
 func TestVaultPhaseWithoutVaultCredentials(t *testing.T) {
-	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
-	src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted,
-		mockec2.WithTags(model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region))
+	vault, src := vaultBound()
 	tests := []struct {
 		name     string
 		place    ebs.Place
@@ -446,7 +441,7 @@ func TestVaultPhaseWithoutVaultCredentials(t *testing.T) {
 // confirmed is under way: then the failure waits for EC2 to list it in the vault account, which
 // confirms the account, so that it is locked before the operation ends.
 func TestVaultPhaseWhenSTSRefusesToConfirmTheAccount(t *testing.T) {
-	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
+	vault, _ := vaultBound()
 	tests := []struct {
 		name      string
 		requested bool
@@ -460,13 +455,11 @@ func TestVaultPhaseWhenSTSRefusesToConfirmTheAccount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tags := []string{model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region}
+			_, src := vaultBound()
 			if tt.requested {
-				tags = append(tags, vault.RequestedTag(), mockec2.T0.Format(time.RFC3339))
+				model.SetTag(&src, vault.RequestedTag(), mockec2.T0.Format(time.RFC3339))
 			}
-			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(tags...))
-			v := newBackupView(ebs.Place{Vault: func(context.Context, string) (ec2api.EC2, error) { return nil, nil }}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
-			v.copies = map[model.Target]map[string][]types.Snapshot{vault: {}}
+			v := vaultView(vault)
 			v.began = mockec2.T0
 			if tt.copyState != "" {
 				v.copies[vault]["snap-0000000a"] = []types.Snapshot{mockec2.CopyOfSnap("snap-v0000001", src, tt.copyState)}
@@ -509,4 +502,18 @@ func TestWhenASourceIsPastItsOperationsTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// vaultBound is a vault target and a completed source bound for it.
+func vaultBound() (model.Target, types.Snapshot) {
+	vault := model.Target{Account: "222222222222", Region: "eu-west-1"}
+	return vault, mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted,
+		mockec2.WithTags(model.TagVaultAccount, vault.Account, model.TagVaultRegion, vault.Region))
+}
+
+// vaultView is a view of the backup with vault credentials, listing no vault copy yet.
+func vaultView(vault model.Target) *backupView {
+	v := newBackupView(ebs.Place{Vault: func(context.Context, string) (ec2api.EC2, error) { return nil, nil }}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+	v.copies = map[model.Target]map[string][]types.Snapshot{vault: {}}
+	return v
 }
