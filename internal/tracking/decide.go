@@ -97,7 +97,7 @@ func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.Backup
 	if op.PV != "" || pv == "" {
 		return ""
 	}
-	if siblingsListedAt := op.Issued.Add(cfg.createWindow + cfg.listingLag); withUID && model.TagValue(src.Tags, model.TagRecorded) == "" && now.Before(siblingsListedAt) {
+	if siblingsListedAt := ownListedBy(op, cfg); withUID && model.TagValue(src.Tags, model.TagRecorded) == "" && now.Before(siblingsListedAt) {
 		return fmt.Sprintf("this operation, opened by an earlier release of the plugin, names no persistent volume, and snapshot %s of volume %s (PV %s) is not marked as the one returned to Velero: "+
 			"waiting until %s for EC2 to list every snapshot its CreateSnapshot may have made (one retried after a lost answer makes two, and marks the one it returns)",
 			aws.ToString(src.SnapshotId), op.VolumeID, pv, siblingsListedAt.UTC().Format(time.RFC3339))
@@ -115,32 +115,83 @@ func decideUnnamedPV(op model.Operation, src *types.Snapshot, st velerov1.Backup
 		aws.ToString(src.SnapshotId), op.VolumeID, pv, recorded, listed, l.where, until)
 }
 
-// decideUnreadLocation reports an operation following src, a snapshot this plugin did not take
-// (another provider's location took it, so it carries no copy intent), while the Kubernetes
-// API refuses to show the backup's locations (pl.Unread): whether the backup's location of
-// this plugin asks for copies, which src will never have, cannot be told. The operation shows
-// the snapshot's progress and waits, saying why, for the not-found grace after it was opened
-// (access may return; the next read then decides, decideForeignSource), then fails naming the
-// cause and the fix. decided is false when it does not apply.
-func decideUnreadLocation(op model.Operation, src *types.Snapshot, pl ebs.Place, cfg decideCfg, p velero.OperationProgress) (_ velero.OperationProgress, decided bool) {
-	if !pl.Unread || model.MadeByThisPlugin(src) {
+// ownListedBy is when EC2 lists every snapshot op's CreateSnapshot may have made: core asks for
+// it right after opening the operation, it starts within the create window, and EC2 lists it
+// within its listing lag after that.
+func ownListedBy(op model.Operation, cfg decideCfg) time.Time {
+	return op.Issued.Add(cfg.createWindow + cfg.listingLag)
+}
+
+// decideForeignSource judges an operation following src, a snapshot of the backup's name that
+// this plugin's CreateSnapshot did not make (model.MadeByThisPlugin): it was taken through
+// another provider's VolumeSnapshotLocation (the upstream plugin's; Velero takes a PV's snapshot
+// through the first of the backup's locations whose plugin accepts the volume), so it has no
+// copy intent. decided is false when src is this plugin's, or when the backup names no
+// location of this plugin (such a backup is left alone).
+//
+// Otherwise, until this plugin's own snapshot of the volume, if it took one, is listed
+// (ownListedBy), the operation waits, saying why and reporting no progress: another cluster's
+// backup of the same name may have snapshotted the same volume through the upstream plugin,
+// and that snapshot may be all EC2 lists until then. After that, src is the backup's own:
+// followed as ever (decided is false) when the location asks for no copy, else the operation
+// fails, naming the locations that may have taken it and why no copy exists. While the
+// Kubernetes API refuses to show the backup's locations (pl.Unread), whether a location of
+// this plugin asks for copies cannot be told: the operation waits the same way for the
+// not-found grace after it was opened (access may return), then fails naming the cause and
+// the fix.
+func decideForeignSource(op model.Operation, src *types.Snapshot, pl ebs.Place, backupLocations []string, cfg decideCfg, p velero.OperationProgress) (_ velero.OperationProgress, decided bool) {
+	if model.MadeByThisPlugin(src) {
 		return p, false
 	}
 	id := aws.ToString(src.SnapshotId)
-	why := fmt.Sprintf("snapshot %s of volume %s was not taken by this plugin (it carries none of the tags %s writes when it takes a snapshot), and the Kubernetes API refuses to show the backup's VolumeSnapshotLocations, "+
-		"so whether the backup's location of this plugin asks for a copy, which this snapshot would not have, cannot be told", id, op.VolumeID, model.VolumeSnapshotterName)
-	if p.Updated.Sub(op.Issued) >= cfg.notFoundGrace {
-		p.Completed = true
-		p.Err = fmt.Sprintf("%s (%s): let Velero's service account get and list volumesnapshotlocations and secrets in its namespace", why, pl.Note)
-		return p, true
+	if pl.Unread {
+		why := fmt.Sprintf("snapshot %s of volume %s was not taken by this plugin (it carries none of the tags %s writes when it takes a snapshot), and the Kubernetes API refuses to show the backup's VolumeSnapshotLocations, "+
+			"so whether the backup's location of this plugin asks for a copy, which this snapshot would not have, cannot be told", id, op.VolumeID, model.VolumeSnapshotterName)
+		until := op.Issued.Add(cfg.notFoundGrace)
+		if !p.Updated.Before(until) {
+			p.Completed = true
+			p.Err = fmt.Sprintf("%s (%s): let Velero's service account get and list volumesnapshotlocations and secrets in its namespace", why, pl.Note)
+			return p, true
+		}
+		return showForeign(op, src, p, until, "the Kubernetes API: "+why), true
 	}
-	p.Started, p.NTotal = aws.ToTime(src.StartTime), 100
-	p, _ = decideSource(op, src, p)
-	if !p.Completed {
-		p.Description = fmt.Sprintf("snapshot %s in %s: %s; waiting until %s for the Kubernetes API: %s", id, op.Region, progressText(src.Progress),
-			op.Issued.Add(cfg.notFoundGrace).UTC().Format(time.RFC3339), why)
+	if !slices.Contains(backupLocations, pl.Location) {
+		return p, false
 	}
+	if until := ownListedBy(op, cfg); p.Updated.Before(until) {
+		return showForeign(op, src, p, until, fmt.Sprintf("EC2 to list this plugin's snapshot of volume %s, if location %s took one: snapshot %s carries none of the tags %s writes when it takes a snapshot "+
+			"(another cluster's backup of the same name may have snapshotted the volume through another provider's location)", op.VolumeID, pl.Location, id, model.VolumeSnapshotterName)), true
+	}
+	wanted := configTargets(pl.Config)
+	if len(wanted) == 0 {
+		return p, false
+	}
+	others := slices.DeleteFunc(slices.Clone(backupLocations), func(n string) bool { return n == pl.Location })
+	took := "another VolumeSnapshotLocation"
+	if len(others) > 0 {
+		took = "VolumeSnapshotLocation " + strings.Join(others, " or ")
+	}
+	asks := make([]string, len(wanted))
+	for i, tg := range wanted {
+		asks[i] = tg.CopyName() + " to " + tg.String()
+	}
+	p.Completed = true
+	p.Err = fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of the tags %s writes when it takes a snapshot), so it has no %s that %s asks for: "+
+		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
+		id, aws.ToString(src.VolumeId), took, pl.Location, model.VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
 	return p, true
+}
+
+// showForeign describes src, a snapshot this plugin did not take, while its operation waits
+// until until for what waitsFor names. Whose it is being in doubt, its progress is not the
+// operation's (it reports none), and its state fails nothing.
+func showForeign(op model.Operation, src *types.Snapshot, p velero.OperationProgress, until time.Time, waitsFor string) velero.OperationProgress {
+	state := progressText(src.Progress)
+	if src.State == types.SnapshotStateError {
+		state = "failed: " + aws.ToString(src.StateMessage)
+	}
+	p.Description = fmt.Sprintf("snapshot %s in %s: %s; waiting until %s for %s", aws.ToString(src.SnapshotId), op.Region, state, until.UTC().Format(time.RFC3339), waitsFor)
+	return p
 }
 
 // decideAmbiguous reports an operation with several snapshots that could each be the one Velero

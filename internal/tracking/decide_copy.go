@@ -2,46 +2,14 @@ package tracking
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
-
-// decideForeignSource judges a source of this backup that this plugin's CreateSnapshot did not
-// make (madeByThisPlugin): the snapshot was taken through another provider's
-// VolumeSnapshotLocation (the upstream plugin's; Velero takes a PV's snapshot through the first of
-// the backup's locations whose plugin accepts the volume), so it has no copy intent. When the
-// backup names the place's location of this plugin and that location asks for copies, the
-// operation fails, naming the locations that may have taken it and why no copy exists; "" otherwise
-// (a backup that names no location of this plugin is left alone).
-func decideForeignSource(src *types.Snapshot, pl ebs.Place, backupLocations []string) string {
-	if model.MadeByThisPlugin(src) {
-		return ""
-	}
-	wanted := configTargets(pl.Config)
-	if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {
-		return ""
-	}
-	others := slices.DeleteFunc(slices.Clone(backupLocations), func(n string) bool { return n == pl.Location })
-	took := "another VolumeSnapshotLocation"
-	if len(others) > 0 {
-		took = "VolumeSnapshotLocation " + strings.Join(others, " or ")
-	}
-	asks := make([]string, len(wanted))
-	for i, tg := range wanted {
-		asks[i] = tg.CopyName() + " to " + tg.String()
-	}
-	return fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of the tags %s writes when it takes a snapshot), so it has no %s that %s asks for: "+
-		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
-		aws.ToString(src.SnapshotId), aws.ToString(src.VolumeId), took, pl.Location, model.VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
-}
 
 // copyOutcome is what a CopySnapshot answer means.
 type copyOutcome int

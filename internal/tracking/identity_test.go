@@ -351,27 +351,36 @@ func TestCancelKeepsALockedPendingVaultCopy(t *testing.T) {
 }
 
 // An EBS volume snapshotted through another provider's location (the upstream plugin's) in a
-// backup that names this plugin's location with copyToRegion: the operation fails naming the
-// location that took the snapshot and why no copy exists. A backup that names no location of
-// this plugin is left alone.
+// backup that names this plugin's location with copyToRegion: once this plugin's own snapshot
+// of the volume, if it took one, would be listed, the operation fails naming the location that
+// took the snapshot and why no copy exists. Until then it waits, saying why: another cluster's
+// backup of the same name may have snapshotted the volume through the upstream plugin. A backup
+// that names no location of this plugin is left alone.
 func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T) {
 	upstream := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, withoutUID(), mockec2.WithTags(model.TagPV, "pv-1"))
 	own := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.ToDest(model.TagPV, "pv-1", model.TagCreateToken, "t", model.TagRecorded, model.RecordedReturned))
 	earlier := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.ToDest(model.TagPV, "pv-1", model.TagVolumeType, "gp3"))
 	restored := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, withoutUID(), mockec2.WithTags(model.TagPV, "pv-1", model.TagRestoreToken, "r"))
+	// ownListed is when this plugin's snapshot of the volume, had it taken one, would be listed.
+	ownListed := ebs.NewSettings(nil).CreateWindow() + ebs.DefaultListingLag
 	tests := []struct {
 		name      string
 		locations []string
 		snap      types.Snapshot
 		unread    bool
+		noCopy    bool
 		elapsed   time.Duration
 		want      want
 	}{
-		{name: "the backup names this plugin's location with a copy region", locations: []string{"aws-default", "async"}, snap: upstream,
+		{name: "the backup names this plugin's location with a copy region", locations: []string{"aws-default", "async"}, snap: upstream, elapsed: ownListed,
 			want: want{completed: true, errTxt: "snapshot snap-0000000a of volume " + mockec2.VolA + " was taken through VolumeSnapshotLocation aws-default, not through this plugin's location async"}},
+		{name: "while this plugin's own snapshot may not be listed yet: the operation shows the snapshot and waits, saying why", locations: []string{"aws-default", "async"}, snap: upstream, elapsed: ownListed - time.Second,
+			want: want{desc: "snapshot snap-0000000a in us-east-1: 100%; waiting until 2026-11-30T03:12:00Z for EC2 to list this plugin's snapshot of volume " + mockec2.VolA + ", if location async took one"}},
 		{name: "the backup names no location of this plugin", locations: []string{"aws-default"}, snap: upstream,
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
-		{name: "a volume this plugin restored, snapshotted by the upstream plugin, which copies its restore token", locations: []string{"aws-default", "async"}, snap: restored,
+		{name: "the backup names this plugin's location asking for no copy: followed once this plugin's own would be listed", locations: []string{"aws-default", "async"}, snap: upstream, noCopy: true, elapsed: ownListed,
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
+		{name: "a volume this plugin restored, snapshotted by the upstream plugin, which copies its restore token", locations: []string{"aws-default", "async"}, snap: restored, elapsed: ownListed,
 			want: want{completed: true, errTxt: "was taken through VolumeSnapshotLocation aws-default, not through this plugin's location async"}},
 		{name: "this plugin's snapshot", locations: []string{"aws-default", "async"}, snap: own,
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
@@ -379,7 +388,7 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2"}},
 		// The Kubernetes API refuses the plugin: the backup's locations cannot be read.
 		{name: "the backup's locations unreadable: the operation shows the snapshot and waits, saying why", locations: []string{"aws-default", "async"}, snap: upstream, unread: true, elapsed: time.Minute,
-			want: want{n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1: 100%; waiting until 2026-11-30T03:15:00Z for the Kubernetes API: snapshot snap-0000000a of volume " + mockec2.VolA + " was not taken by this plugin"}},
+			want: want{desc: "snapshot snap-0000000a in us-east-1: 100%; waiting until 2026-11-30T03:15:00Z for the Kubernetes API: snapshot snap-0000000a of volume " + mockec2.VolA + " was not taken by this plugin"}},
 		{name: "the backup's locations unreadable past the grace: the operation fails naming the cause and the fix", locations: []string{"aws-default", "async"}, snap: upstream, unread: true, elapsed: 15 * time.Minute,
 			want: want{completed: true, errTxt: "the Kubernetes API refuses to show the backup's VolumeSnapshotLocations, so whether the backup's location of this plugin asks for a copy, which this snapshot would not have, cannot be told (forbidden): let Velero's service account get and list volumesnapshotlocations"}},
 		{name: "the backup's locations unreadable: this plugin's snapshot is followed as ever", locations: []string{"aws-default", "async"}, snap: own, unread: true, elapsed: time.Minute,
@@ -391,6 +400,9 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			f.Src().Add(tt.snap)
 			serveTracker(f, nil)
 			loc := mockec2.PlacesOf{{Location: "async", Clients: f.Clients(), Config: map[string]string{model.ConfigRegion: mockec2.SrcRegion, model.ConfigCopyToRegion: mockec2.DstRegion}}}
+			if tt.noCopy {
+				loc[0].Config = map[string]string{model.ConfigRegion: mockec2.SrcRegion}
+			}
 			if tt.unread {
 				loc = mockec2.PlacesOf{{Clients: f.Clients(), Note: "forbidden", Unread: true}}
 			}

@@ -73,22 +73,18 @@ func (t *Tracker) Progress(ctx context.Context, operationID string, backup *vele
 		p.Err = err.Error()
 		return p, nil
 	}
-	foreign, unnamedPV := "", ""
-	var unread velero.OperationProgress
-	var unreadDecided bool
+	unnamedPV := ""
+	var foreign velero.OperationProgress
+	var foreignDecided bool
 	if l.view != nil && l.res.Source != nil {
-		foreign = decideForeignSource(l.res.Source, l.view.place, backup.Spec.VolumeSnapshotLocations)
+		foreign, foreignDecided = decideForeignSource(op, l.res.Source, l.view.place, backup.Spec.VolumeSnapshotLocations, decideCfgOf(t.Settings), p)
 		unnamedPV = decideUnnamedPV(op, l.res.Source, backup.Status, l, decideCfgOf(t.Settings), p.Updated)
-		unread, unreadDecided = decideUnreadLocation(op, l.res.Source, l.view.place, decideCfgOf(t.Settings), p)
 	}
 	switch {
-	case foreign != "":
-		p.Completed = true
-		p.Err = foreign
 	case unnamedPV != "":
 		p.Description = unnamedPV
-	case unreadDecided:
-		p = unread
+	case foreignDecided:
+		p = foreign
 	case l.view != nil && l.res.Source != nil && neverReturned(op, l.res.Source, backup.Status):
 		t.deleteStrays(ctx, l.view, l.res.Strays)
 		var del bool

@@ -140,6 +140,7 @@ func (w *world) reconcile() {
 		}
 		if op.state != opOpen {
 			op.endedAt = w.clk.Now()
+			w.checkEndedOnOwn(op)
 		}
 		if p.completed && err == nil {
 			w.process.ended[op.snapshotID] = true // the process remembers what it reported ended

@@ -262,7 +262,7 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.logf("ec2: %v", w.faults[len(w.faults)-1])
 		w.reconcile()
 	case actSameVolume:
-		w.sameVolumeSnapshot(rapid.SampledFrom(w.executed()).Draw(t, "PV"), rapid.Bool().Draw(t, "with its UID"))
+		w.sameVolumeSnapshot(rapid.SampledFrom(w.executed()).Draw(t, "PV"), rapid.Bool().Draw(t, "with its UID"), rapid.Bool().Draw(t, "by the upstream plugin"))
 	case actPoll:
 		for range pollReconciles {
 			w.advance(pollEvery)

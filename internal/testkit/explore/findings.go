@@ -45,6 +45,7 @@ var findings = []finding{
 	{"st1, earlier release: an earlier release's CreateSnapshot on an st1 volume, retried after a lost answer and refused while that answer's snapshot is pending, fails; Velero records every native snapshot failed, and the operations complete following the snapshot, which the backup's deletion leaves", catUIDLessLeaked, true},
 	{"v1 static PVs without the UID, deletion: a backup deleted while an earlier release's operations, tagged without the backup's UID, wait past their create window: the first PV's snapshot deleted, its operation completed following the other PV's", catOldOperationOtherPV, true},
 	{"v1 retried, listing lag: an earlier release's CreateSnapshot retried after a lost answer, its returned snapshot not listed yet: the operation completes following the lost answer's unmarked snapshot while the returned one is pending", catOldOperationOtherPV, true},
+	{"another cluster's upstream snapshot: an operation whose own snapshot EC2 does not list yet fails following another cluster's snapshot of the backup's name and PV, taken through the upstream plugin on the same volume, as one taken through another provider's location (its own is then copied after it ended)", catEndedOnOthers, true},
 }
 
 // knownOpen are the broken promises the code is known to show (the findings not fixed yet).

@@ -49,6 +49,7 @@ const (
 	catDuplicateSource    category = "more than one source kept for a PV of the backup"
 	// Others' snapshots and what must stay.
 	catForeignTouched  category = "another install's or tool's snapshot deleted, copied, shared or retagged"
+	catEndedOnOthers   category = "an operation ended on another install's or tool's snapshot, not the one Velero recorded"
 	catKeptDeleted     category = "a locked or retained snapshot deleted"
 	catRecordedDeleted category = "a snapshot Velero recorded deleted while its backup is kept"
 	// Deletion.
@@ -226,6 +227,20 @@ func (w *world) checkSigners() {
 		}
 	}
 	w.checked = len(w.requests)
+}
+
+// checkEndedOnOwn checks an operation Velero has just seen end: the snapshot its result names
+// is the one Velero recorded, not another install's or tool's in its place.
+func (w *world) checkEndedOnOwn(op *operation) {
+	if op.snapshotID == "" || strings.Contains(op.result, op.snapshotID) {
+		return
+	}
+	for id := range w.foreign {
+		if strings.Contains(op.result, id) {
+			w.violate(catEndedOnOthers, "%s ended on %s of another install or tool, not on %s, which Velero recorded: %q", op.pv, id, op.snapshotID, op.result)
+			return
+		}
+	}
 }
 
 // checkCompleted checks an operation Velero has just seen complete without error: its recorded

@@ -60,19 +60,24 @@ func (w *world) timedOutBeside() bool {
 // CreateSnapshot writes: its own UID when withUID, none when its handoff was lost too. Without
 // a UID, within the window of an operation of the volume, it could be that operation's own by
 // every rule (the README's rules 1 and 2 take the one marked returned): it then carries its UID.
-func (w *world) sameVolumeSnapshot(i int, withUID bool) {
+// byUpstream, the other cluster's location is the upstream plugin's, which writes Velero core's
+// tags only: no UID, no create token, no recorded mark. Within an operation's window it is then
+// a candidate that the rules tell apart from a snapshot this plugin's earlier release marked
+// returned, or that one started after it, and never a stray of one (rule 2: snapshots without a
+// token are never each other's strays).
+func (w *world) sameVolumeSnapshot(i int, withUID, byUpstream bool) {
 	op := w.ops[i]
-	for _, o := range w.ops {
-		if o.executed && o.volumeID == op.volumeID && w.inWindow(o, w.clk.Now()) {
-			withUID = true
+	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
+	if !byUpstream {
+		for _, o := range w.ops {
+			if o.executed && o.volumeID == op.volumeID && w.inWindow(o, w.clk.Now()) {
+				withUID = true
+			}
 		}
-	}
-	tags := map[string]string{
-		model.TagBackup: backupName, model.TagPV: op.pv,
-		model.TagCreateToken: fmt.Sprintf("theirs-%d", len(w.foreign)), model.TagRecorded: recordedReturnedMark,
-	}
-	if withUID {
-		tags[model.TagBackupUID] = otherUID
+		tags[model.TagCreateToken], tags[model.TagRecorded] = fmt.Sprintf("theirs-%d", len(w.foreign)), recordedReturnedMark
+		if withUID {
+			tags[model.TagBackupUID] = otherUID
+		}
 	}
 	out, err := w.other(sourceRegion).CreateSnapshot(context.Background(), &ec2.CreateSnapshotInput{
 		VolumeId:          aws.String(op.volumeID),
@@ -84,7 +89,7 @@ func (w *world) sameVolumeSnapshot(i int, withUID bool) {
 	}
 	id := aws.ToString(out.SnapshotId)
 	w.foreign[id] = foreignSnapshot{account: sourceAccount, region: sourceRegion, tags: tags, volumeID: op.volumeID, started: w.clk.Now()}
-	w.logf("other install: snapshot %s of this backup's volume %s, backup %s, PV %s, UID tag %v", id, op.volumeID, backupName, op.pv, withUID)
+	w.logf("other install: snapshot %s of this backup's volume %s, backup %s, PV %s, tags %v", id, op.volumeID, backupName, op.pv, tags)
 }
 
 // executed lists the operations Velero has opened.

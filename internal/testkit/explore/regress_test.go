@@ -254,6 +254,26 @@ var regressions = []struct {
 			w.deleteBackup(deleteBySource, -1, 0)
 		},
 	},
+	{
+		name:  "an operation whose snapshot EC2 does not list yet fails following another cluster's snapshot of the backup's name, taken through the upstream plugin",
+		want:  catEndedOnOthers,
+		setup: twoPVs(setup{copyTo: true, listingLag: 5 * time.Second, timeout: time.Hour, seed: 16}),
+		steps: func(w *world) {
+			w.execute(0)
+			w.sameVolumeSnapshot(0, false, true)
+			w.advance(10 * time.Second)
+			w.create(0)
+			w.execute(1)
+			w.create(1)
+			w.reconcile()
+			w.pollUntilEnded()
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opCompleted {
+				t.Errorf("%s ended %v (%q); want it completed following its own snapshot", op.pv, op.state, op.result)
+			}
+		},
+	},
 }
 
 // failCreate is PV i's CreateSnapshot taking effect while its answer is lost and the region

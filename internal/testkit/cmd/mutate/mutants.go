@@ -138,9 +138,9 @@ var mutants = []mutant{
 	{
 		name: "foreign-source-completes",
 		rule: `rule 7: "When the backup names this plugin's location and that location asks for a copy or a vault copy, the operation fails naming the other location"`,
-		file: "internal/tracking/decide_copy.go",
-		old:  `if len(wanted) == 0 || !slices.Contains(backupLocations, pl.Location) {`,
-		new:  `if len(wanted) >= 0 || !slices.Contains(backupLocations, pl.Location) {`,
+		file: "internal/tracking/decide.go",
+		old:  `if len(wanted) == 0 {`,
+		new:  `if len(wanted) >= 0 {`,
 	},
 	{
 		name: "cancel-deletes-locked-copy",
