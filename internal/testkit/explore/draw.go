@@ -120,8 +120,15 @@ func drawSetup(t *rapid.T) setup {
 		s.slowCopies, s.timeout = true, time.Hour
 	}
 	if rapid.IntRange(0, 7).Draw(t, "item phase on the earlier release (0)") == 0 {
-		s = upgradeSetup(s, rapid.Bool().Draw(t, "earlier release's UID tag"), rapid.Bool().Draw(t, "earlier release's recorded mark"))
-		s.upgrade.retried = s.upgrade.withUID && s.upgrade.marked && rapid.Bool().Draw(t, "earlier release's CreateSnapshot retried after a lost answer")
+		// A retried CreateSnapshot marked the snapshot it returned, and tagged both with the UID:
+		// the releases that retried wrote both.
+		retried := rapid.IntRange(0, 2).Draw(t, "earlier release's CreateSnapshot retried after a lost answer (0)") == 0
+		withUID, marked := true, true
+		if !retried {
+			withUID, marked = rapid.Bool().Draw(t, "earlier release's UID tag"), rapid.Bool().Draw(t, "earlier release's recorded mark")
+		}
+		s = upgradeSetup(s, withUID, marked)
+		s.upgrade.retried = retried
 	}
 	// Not with the earlier release: its CreateSnapshot did not ride out an st1 volume's one
 	// pending snapshot, which the README's known limit of static PVs on one volume names.

@@ -15,6 +15,10 @@ import (
 // oldRecordedMark is the recorded mark earlier releases wrote once CreateSnapshot returned.
 const oldRecordedMark = "true"
 
+// oldVolumeType is the type of an upgrade run's volumes, which the earlier release wrote on
+// its snapshots (upgrade runs draw no st1 volumes).
+const oldVolumeType = "gp3"
+
 // oldRetryAfter is how long the earlier release's CreateSnapshot waited before asking again
 // after a lost answer: EC2 takes one snapshot of a volume every 15 seconds.
 const oldRetryAfter = 16 * time.Second
@@ -34,8 +38,8 @@ func upgradeSetup(s setup, withUID, marked bool) setup {
 	return s
 }
 
-// oldRelease is how the earlier release tagged its snapshots, and whether its CreateSnapshot of
-// the first PV was retried after a lost answer (making two snapshots, the first unmarked).
+// oldRelease is how the earlier release tagged its snapshots, and whether its first
+// CreateSnapshot was retried after a lost answer (making two snapshots, the first unmarked).
 type oldRelease struct{ withUID, marked, retried bool }
 
 // oldExecute is the earlier release's Execute of PV i: a v1 operation ID.
@@ -46,17 +50,17 @@ func (w *world) oldExecute(i int) {
 	w.logf("velero: Execute %s on the earlier release -> operation %s", op.pv, op.id)
 }
 
-// oldCreate is the earlier release's CreateSnapshot of PV i: no create token, and the UID tag
-// and recorded mark as it wrote them.
+// oldCreate is the earlier release's CreateSnapshot of PV i: no create token, the volume type
+// every release wrote, and the UID tag and recorded mark as it wrote them.
 func (w *world) oldCreate(i int) {
 	op := w.ops[i]
 	op.attempted = true
-	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
+	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv, model.TagVolumeType: oldVolumeType}
 	if w.setup.upgrade.withUID {
 		tags[model.TagBackupUID] = backupUID
 	}
 	tries := 1
-	if w.setup.upgrade.retried && op == w.ops[0] {
+	if w.setup.upgrade.retried && w.firstCreate(op) {
 		// The first request's answer was lost: the earlier release asked again once EC2's
 		// per-volume rate allowed (riding it out), and marked only the snapshot it returned.
 		w.createAs(op, "earlier release", tags)
@@ -77,6 +81,16 @@ func (w *world) oldCreate(i int) {
 	}
 	op.uidTagged = w.setup.upgrade.withUID
 	w.logf("velero: CreateSnapshot %s on the earlier release -> %q %s", op.pv, op.snapshotID, op.createErr)
+}
+
+// firstCreate reports whether op's is the first CreateSnapshot of the run.
+func (w *world) firstCreate(op *operation) bool {
+	for _, o := range w.ops {
+		if o != op && o.attempted {
+			return false
+		}
+	}
+	return true
 }
 
 // withoutSnapshotCategory is the promise an operation completed while its snapshot is not
