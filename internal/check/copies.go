@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/ebs"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
@@ -96,7 +97,8 @@ func timeCopies(ctx context.Context, lc *locationCheck, p *place) (copyTime, boo
 
 // judgeOperationTimeouts judges Velero's item-operation timeouts that apply to the location's
 // backups against its copies' expected duration: ⌈volumes / 20⌉ copies after one another in
-// each destination, the README's rule.
+// each destination, the README's rule. The last of them must also start before the plugin
+// stops starting copies of a source (model.CopyStartMargin before its timeout).
 func judgeOperationTimeouts(lc *locationCheck) {
 	const check = "item-operation timeout"
 	if lc.cfg.CopyToRegion == "" && !lc.cfg.Vault.Enabled() {
@@ -118,12 +120,19 @@ func judgeOperationTimeouts(lc *locationCheck) {
 		}
 	}
 	expected := time.Duration(batches(len(lc.sources))) * longest.each
+	lastStart := expected - longest.each
 	why := fmt.Sprintf("%s, at most %d copies at a time into %s, %s each (%s)", plural(len(lc.sources), "volume"), copyLimit, longest.where, human(longest.each), longest.source)
 	found := false
 	for _, t := range timeouts(lc) {
-		if t.d < expected {
+		margin := model.CopyStartMargin(t.d, ebs.DefaultCreateWindow())
+		switch {
+		case t.d < expected:
 			found = true
 			lc.add(fail(check, fmt.Sprintf("%s %s is shorter than the copies' expected %s: %s", t.who, human(t.d), human(expected), why), t.fixFor(suggestedTimeout(expected))))
+		case lastStart > t.d-margin:
+			found = true
+			lc.add(fail(check, fmt.Sprintf("%s %s leaves the last copies no time to start: they would start %s after their sources, and the plugin starts no copy within %s of a source's timeout, so that it completes first: %s",
+				t.who, human(t.d), human(lastStart), human(margin), why), t.fixFor(suggestedTimeout(expected))))
 		}
 	}
 	if !found {

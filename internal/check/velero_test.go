@@ -104,6 +104,9 @@ func TestItemOperationTimeoutAgainstTheCopies(t *testing.T) {
 			[]Status{Fail}, "into eu-west-1"},
 		{"a Schedule's own timeout of this location", 10, []copyTime{{where: "us-west-2", each: time.Hour}}, 4 * time.Hour,
 			[]velerov1.Schedule{schedule("nightly", 30*time.Minute, "ebs"), schedule("other", time.Minute, "elsewhere")}, []Status{Fail}, "Schedule velero/nightly 30m"},
+		{"the last copies would start past the plugin's last start of a copy", 150, []copyTime{{where: "us-west-2", each: 5 * time.Minute}}, 45 * time.Minute, nil,
+			[]Status{Fail}, "leaves the last copies no time to start: they would start 35m after their sources, and the plugin starts no copy within 11m15s of a source's timeout"},
+		{"the last copies start in time", 150, []copyTime{{where: "us-west-2", each: 5 * time.Minute}}, time.Hour, nil, []Status{Pass}, "expected 40m"},
 		{"no copy timed yet", 10, nil, 4 * time.Hour, nil, []Status{NotChecked}, "no completed copy"},
 	}
 	for _, tt := range tests {

@@ -76,6 +76,11 @@ func (s Settings) CreateWindow() time.Duration {
 	return s.CreatePatience + s.ListingLag + model.ClockSkew
 }
 
+// DefaultCreateWindow is the create window of the default settings, which the plugin runs with.
+func DefaultCreateWindow() time.Duration {
+	return Settings{CreatePatience: defaultCreatePatience, ListingLag: DefaultListingLag}.CreateWindow()
+}
+
 // WithClock sets the clock that waits and timestamps run on.
 func WithClock(c clock.Clock) Option { return func(s *Settings) { s.Clock = c } }
 

@@ -107,3 +107,15 @@ func validObjectName(s string) bool {
 	}
 	return true
 }
+
+// copyStartMarginShare bounds CopyStartMargin to this share of the timeout.
+const copyStartMarginShare = 4
+
+// CopyStartMargin is how long before a source's operation may reach Velero's item-operation
+// timeout no copy of the source is started: the create window (the operation may have opened
+// that long before the source started; see the create patience), at most a quarter of the
+// timeout, so that a short timeout keeps three quarters for the copy. A source started at S is
+// copied only until S + timeout - CopyStartMargin.
+func CopyStartMargin(timeout, createWindow time.Duration) time.Duration {
+	return min(createWindow, timeout/copyStartMarginShare)
+}

@@ -250,12 +250,8 @@ func (v *backupView) setOperationTimeout(d, createWindow time.Duration) {
 // windows keeps three quarters of it for the copy: there, the source of an operation whose
 // CreateSnapshot took longer than a quarter of it is kept from a copy by Cancel's mark alone.
 func (v *backupView) timedOut(s *types.Snapshot, now time.Time) bool {
-	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-min(v.createWindow, v.timeout/timeoutMarginShare)))
+	return v.timeout > 0 && now.After(aws.ToTime(s.StartTime).Add(v.timeout-model.CopyStartMargin(v.timeout, v.createWindow)))
 }
-
-// timeoutMarginShare bounds the margin before Velero's item-operation timeout to this share of
-// the timeout.
-const timeoutMarginShare = 4
 
 // onlyTaggedOfItsPV reports whether s is the one snapshot of its volume and PV carrying the
 // backup's UID, or the one of them marked recorded: the source its PV's operation follows,
