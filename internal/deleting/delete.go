@@ -88,7 +88,7 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 	policy := deletionPolicy{retainVaultCopies: s.cfg.Vault.RetainOnDelete, listingLag: s.ListingLag}
 	var markedAt time.Time
 	var marked markAnswer
-	unlisted := unlistedUnknown
+	var probed []markAnswer
 	for wait := firstLookAgain; ; {
 		// The decision's time is when the read began: what it saw is as old as that, however
 		// long its requests took (a copy asked for meanwhile may not be in it).
@@ -97,7 +97,7 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 		if err != nil {
 			return err
 		}
-		seen.markedAt, seen.unlisted, seen.marked = markedAt, unlisted, marked
+		seen.markedAt, seen.probed, seen.marked = markedAt, probed, marked
 		marked = markAnswer{} // judged once, with the look that follows the mark
 		plan := decideDeletion(seen, policy, now)
 		if plan.warning != "" {
@@ -107,12 +107,10 @@ func (s *Deleter) DeleteSnapshot(ctx context.Context, snapshotID string) error {
 		case plan.refusal != nil:
 			return plan.refusal
 		case plan.probe != nil:
-			if unlisted, err = s.probeUnlisted(ctx, plan.probe); err != nil {
+			if probed, err = s.probeUnlisted(ctx, plan.probe); err != nil {
 				return err
 			}
-			if unlisted == unlistedExists {
-				markedAt = s.Clock.Now()
-			}
+			markedAt = s.Clock.Now()
 		case plan.mark != nil:
 			if marked, err = s.markDeleting(ctx, *plan.mark); err != nil {
 				return err
@@ -334,27 +332,28 @@ func (s *Deleter) markDeleting(ctx context.Context, source regionalSnapshot) (ma
 }
 
 // probeUnlisted marks a recorded snapshot EC2 lists nowhere as being deleted, in each region
-// it may be in: EC2 taking the mark in one says the snapshot exists there, not listed yet (and
-// no copy of it starts any more); not found in every one, that it is gone.
-func (s *Deleter) probeUnlisted(ctx context.Context, targets []regionalSnapshot) (unlistedState, error) {
+// it may be in, and returns EC2's answers, which probeMeaning judges (EC2 taking the mark in one
+// says the snapshot exists there, not listed yet, and no copy of it starts any more); it fails
+// only when a region's clients cannot be had.
+func (s *Deleter) probeUnlisted(ctx context.Context, targets []regionalSnapshot) ([]markAnswer, error) {
+	var answers []markAnswer
 	for _, t := range targets {
 		c, err := s.clients(ctx, t.region)
 		if err != nil {
-			return unlistedUnknown, err
+			return nil, err
 		}
 		_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{
 			Resources: []string{t.id},
 			Tags:      []types.Tag{{Key: aws.String(model.TagDeletionRequestedAt), Value: aws.String(s.Clock.Now().UTC().Format(time.RFC3339))}},
 		})
-		switch {
-		case err == nil:
-			s.Log.Infof("Snapshot %s is not listed yet; marked as being deleted, waiting for EC2 to list it", t)
-			return unlistedExists, nil
-		case ec2api.IsTransient(err):
-			return unlistedUnknown, fmt.Errorf("marking snapshot %s, which EC2 does not list, as being deleted: %w; nothing deleted", t, err)
+		answers = append(answers, markAnswer{source: t, err: err})
+		if err != nil {
+			s.Log.WithError(err).Infof("Snapshot %s, which EC2 does not list, did not take the mark of its deletion", t)
+			continue
 		}
+		s.Log.Infof("Snapshot %s is not listed yet; marked as being deleted, waiting for EC2 to list it", t)
 	}
-	return unlistedGone, nil
+	return answers, nil
 }
 
 // carryOut deletes what plan deletes, the snapshots Velero does not name first, then the source, keeps and leaves the rest, within the

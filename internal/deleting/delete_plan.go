@@ -74,11 +74,13 @@ type deletionSeen struct {
 	unreturned []foundSnapshot
 	// locks are the lock states of the copies asked to be locked (TagVaultLock).
 	locks map[regionalSnapshot]types.LockState
-	// markedAt is when this deletion marked the source as being deleted; zero before.
+	// markedAt is when this deletion marked the source as being deleted (or probed it); zero
+	// before.
 	markedAt time.Time
-	// unlisted is what marking the recorded snapshot told, when EC2 lists neither it nor a
-	// copy of it: EC2 may not list a snapshot made moments ago yet.
-	unlisted unlistedState
+	// probed are EC2's answers to the marks this deletion sent the recorded snapshot, in each
+	// region it may be in, when EC2 listed neither it nor a copy of it (EC2 may not list a
+	// snapshot made moments ago yet); nil before.
+	probed []markAnswer
 	// marked is EC2's answer to the mark this deletion sent the source since its previous
 	// look; zero when it sent none.
 	marked markAnswer
@@ -241,13 +243,15 @@ func decideFromSnapshots(seen deletionSeen, policy deletionPolicy, now time.Time
 		copies = append(copies, c)
 	}
 	if seen.source == nil && seen.recordedCopy == nil && len(copies) == 0 && cmp.Or(seen.sourceRegion, seen.here) == seen.here {
-		switch seen.unlisted {
+		switch state, refusal := probeMeaning(seen.probed); state {
 		case unlistedUnknown:
 			probe := []regionalSnapshot{{seen.here, seen.sourceID}}
 			if seen.elsewhere != "" && seen.elsewhere != seen.here {
 				probe = append(probe, regionalSnapshot{seen.elsewhere, seen.sourceID})
 			}
 			return deletionPlan{probe: probe}
+		case unlistedRefused:
+			return deletionPlan{refusal: refusal}
 		case unlistedExists:
 			// Made moments ago: its copy may have been asked for before the mark.
 			if until := seen.markedAt.Add(policy.listingLag); now.Before(until) {
@@ -501,9 +505,32 @@ type unlistedState int
 // What marking an unlisted recorded snapshot told.
 const (
 	unlistedUnknown unlistedState = iota // not asked yet
-	unlistedGone                         // EC2 does not know it
-	unlistedExists                       // EC2 took the mark: it exists, not listed yet
+	unlistedGone                         // EC2 does not know it in any region asked
+	unlistedExists                       // EC2 knows it in one: it exists, not listed yet
+	unlistedRefused                      // EC2's answer may change on asking again
 )
+
+// probeMeaning is what EC2's answers to the marks of a recorded snapshot it lists nowhere mean.
+// A mark taken, or refused for EC2's limit of tags, says the snapshot exists there, not listed
+// yet. An answer that may change on asking again (throttled, 5xx, no answer) tells nothing: the
+// deletion fails before anything is deleted, naming it, and is asked for again. Any other
+// answer (not found, or a refusal: another account's snapshot) says it is not there.
+func probeMeaning(answers []markAnswer) (unlistedState, error) {
+	if len(answers) == 0 {
+		return unlistedUnknown, nil
+	}
+	for _, a := range answers {
+		if a.err == nil || ec2api.Code(a.err) == ec2api.CodeTagLimitExceeded {
+			return unlistedExists, nil
+		}
+	}
+	for _, a := range answers {
+		if ec2api.IsTransient(a.err) {
+			return unlistedRefused, fmt.Errorf("marking snapshot %s, which EC2 does not list, as being deleted: %w; nothing deleted, delete the backup again", a.source, a.err)
+		}
+	}
+	return unlistedGone, nil
+}
 
 // later returns the later of two times.
 func later(a, b time.Time) time.Time {
