@@ -56,15 +56,15 @@ func (w *world) timedOutBeside() bool {
 }
 
 // sameVolumeSnapshot is another backup of the same name (another cluster's on the same volume,
-// or a later backup) snapshotting PV i's volume through this plugin, with the tags its
+// or a later backup) snapshotting PV i's volume. Through this plugin, it carries the tags its
 // CreateSnapshot writes: its own UID when withUID, none when its handoff was lost too. Without
 // a UID, within the window of an operation of the volume, it could be that operation's own by
 // every rule (the README's rules 1 and 2 take the one marked returned): it then carries its UID.
-// byUpstream, the other cluster's location is the upstream plugin's, which writes Velero core's
-// tags only: no UID, no create token, no recorded mark. Within an operation's window it is then
-// a candidate that the rules tell apart from a snapshot this plugin's earlier release marked
-// returned, or that one started after it, and never a stray of one (rule 2: snapshots without a
-// token are never each other's strays).
+// byUpstream, through the upstream plugin, it carries Velero core's tags only: no UID, no create
+// token, no recorded mark. Within an operation's window it is then a candidate the rules tell
+// apart from the operation's own once that is listed (rule 7), or find ambiguous beside the
+// upstream plugin's or an unmarked earlier release's, and never a stray (rule 2: snapshots
+// without a token are never each other's strays).
 func (w *world) sameVolumeSnapshot(i int, withUID, byUpstream bool) {
 	op := w.ops[i]
 	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
