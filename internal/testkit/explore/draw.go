@@ -173,11 +173,14 @@ func drawKubeFault(t *rapid.T) *kubeFault {
 // enabled lists the actors that may take the next step.
 func (w *world) enabled() []string {
 	out := []string{actAdvance}
-	if len(w.unexecuted()) > 0 {
-		out = append(out, actExecute)
-	}
-	if len(w.uncreated()) > 0 {
+	// A worker asks for a PV's snapshot right after the PV's Execute, as Velero's item
+	// backupper does; another worker's Execute and CreateSnapshot meanwhile are drawn within
+	// the CreateSnapshot (createInterleaved), so that a long one does not delay the other's.
+	switch {
+	case len(w.uncreated()) > 0:
 		out = append(out, actCreate)
+	case len(w.unexecuted()) > 0:
+		out = append(out, actExecute)
 	}
 	waiting := w.waiting()
 	if w.itemPhaseDone() && waiting && !w.deleted {
