@@ -113,9 +113,11 @@ type Resolution struct {
 // Candidates are the sources of the volume that could be the snapshot of op: of the op's PV
 // (when the op names it), owned by the backup, and, without this backup's UID, started within
 // the window of the operation. Those carrying the backup's UID, when there are any, are the
-// only candidates.
+// only candidates. Else those this plugin made, when there are any, are: the PV's snapshot was
+// then asked of this plugin, so one it did not make is another's (another cluster's backup of
+// the same name, through the upstream plugin).
 func Candidates(sources []types.Snapshot, op Operation, id BackupIdentity, window time.Duration) []types.Snapshot {
-	var tagged, timed []types.Snapshot
+	var tagged, timed, made []types.Snapshot
 	for i := range sources {
 		s := &sources[i]
 		tags := TagMap(s.Tags)
@@ -131,9 +133,15 @@ func Candidates(sources []types.Snapshot, op Operation, id BackupIdentity, windo
 			continue
 		}
 		timed = append(timed, *s)
+		if MadeByThisPlugin(s) {
+			made = append(made, *s)
+		}
 	}
-	if len(tagged) > 0 {
+	switch {
+	case len(tagged) > 0:
 		return tagged
+	case len(made) > 0:
+		return made
 	}
 	return timed
 }

@@ -73,6 +73,15 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.ToDest(model.TagPV, "pv-1", model.TagCreateToken, "t1", model.TagRecorded, "true"), mockec2.StartedAt(time.Minute)),
 			},
 			want: want{n: 100, total: 200, desc: "copy snap-c0000001 to us-west-2: 0%"}, wantCopies: []string{"snap-0000000a"}, wantGone: []string{"snap-0000000e"}},
+		// Without the UID (the handoff lost), a snapshot this plugin made is the operation's
+		// before one it did not make: this plugin was asked for the PV's snapshot, so the other
+		// is another cluster's backup of the same name, through the upstream plugin.
+		{name: "this plugin's snapshot without the UID, its CreateSnapshot not returned yet, beside another cluster's snapshot of the PV through the upstream plugin", op: pvOp(mockec2.VolA, "pv-1"), backup: started, elapsed: time.Minute,
+			east: []types.Snapshot{
+				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.ToDest(model.TagPV, "pv-1", model.TagCreateToken, "t1", model.TagRecorded, model.RecordedPending), withoutUID(), mockec2.StartedAt(2*time.Second)),
+				mockec2.Snapshot("snap-0000000f", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1"), withoutUID(), mockec2.StartedAt(time.Second)),
+			},
+			want: want{desc: "snapshot snap-0000000a in us-east-1: 100%; waiting for CreateSnapshot to return it to Velero"}},
 		// An operation of the previous release names no PV: it follows a PV's snapshot of its
 		// volume only once its own, if another static PV's is all EC2 lists, would be listed too.
 		{name: "an operation of the previous release (v1 ID, no PV) waits while the snapshot it finds may be another static PV's", op: opID(mockec2.VolA), backup: started,

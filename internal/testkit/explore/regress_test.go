@@ -274,6 +274,21 @@ var regressions = []struct {
 			}
 		},
 	},
+	{
+		name:  "a snapshot a failed CreateSnapshot made without the UID, beside another cluster's snapshot of its PV through the upstream plugin, is left after the deletion",
+		want:  catUIDLessLeaked,
+		setup: setup{pvs: []string{"pvc-1", "pvc-2"}, upstream: []bool{true, false}, copyTo: true, timeout: time.Hour, seed: 17},
+		steps: func(w *world) {
+			w.execute(1)
+			w.restartItemProcess()
+			w.failCreate(1)
+			w.execute(0)
+			w.sameVolumeSnapshot(1, false, true)
+			w.create(0)
+			w.pollUntilEnded()
+			w.deleteBackup(deleteBySource, -1, 0)
+		},
+	},
 }
 
 // failCreate is PV i's CreateSnapshot taking effect while its answer is lost and the region
