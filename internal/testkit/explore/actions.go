@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -178,6 +180,40 @@ func (w *world) reconcileAtTimeout(past time.Duration) {
 func (w *world) advance(d time.Duration) {
 	w.clk.Step(d)
 	w.logf("clock: +%s", d)
+}
+
+// maxAdvances bounds the seconds advanceUntilSnapshotAt waits.
+const maxAdvances = 600
+
+// advanceUntilSnapshotAt moves the clock in steps of a second until the simulator shows the
+// snapshot of PV i at least at percent, or no longer pending.
+func (w *world) advanceUntilSnapshotAt(i int, percent int) {
+	for range maxAdvances {
+		for _, s := range w.sim.SnapshotsIn(sourceAccount, sourceRegion) {
+			n, _ := strconv.Atoi(strings.TrimSuffix(s.Progress, "%"))
+			if s.ID == w.ops[i].snapshotID && (s.State != "pending" || n >= percent) {
+				return
+			}
+		}
+		w.clk.Step(time.Second)
+	}
+}
+
+// firstPendingSource is the first open operation, in Velero's order, whose snapshot EC2 is
+// still taking; -1 when there is none.
+func (w *world) firstPendingSource() int {
+	snaps := w.sim.SnapshotsIn(sourceAccount, sourceRegion)
+	for i, op := range w.ops {
+		if !op.executed || op.state != opOpen || op.snapshotID == "" {
+			continue
+		}
+		for _, s := range snaps {
+			if s.ID == op.snapshotID && s.State == "pending" {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // setDown takes a region down (every request to it goes unanswered) or brings it back.

@@ -40,8 +40,9 @@ const (
 	actLoseCancel = "velero: reconcile, the plugin process lost in a Cancel"
 	// actSameVolume is another backup of the same name snapshotting this backup's volume (lost.go).
 	actSameVolume = "other install: snapshot of this backup's volume"
-	// actFailedMark is a reconcile in which EC2 fails the location's CreateTags for the first
-	// plugin call that sends one, and serves the next calls.
+	// actFailedMark is the first reconcile to see a source completed (the clock moves until
+	// one does), in which EC2 fails the location's CreateTags for the first plugin call that
+	// sends one, and serves the next calls.
 	actFailedMark = "velero: reconcile, EC2 failing one call's CreateTags"
 	// actRefusalBegins is an account's policy beginning to refuse a copy mid-run (copied.go).
 	actRefusalBegins = "account: policy begins refusing a copy"
@@ -267,6 +268,13 @@ func (w *world) step(t *rapid.T, actor string) {
 	case actLoseCancel:
 		w.reconcileLosingCancel()
 	case actFailedMark:
+		// At its worst moment: the first reconcile to see a source completed, whose copies
+		// the first Progress call then starts and marks.
+		if i := w.firstPendingSource(); i >= 0 {
+			start := w.clk.Now()
+			w.advanceUntilSnapshotAt(i, 100)
+			w.logf("clock: +%s, until the snapshot of %s completes", w.clk.Since(start), w.ops[i].pv)
+		}
 		effect := rapid.SampledFrom([]faultEffect{faultThrottle, faultServerError}).Draw(t, "CreateTags failing with")
 		w.faults = append(w.faults, &faultRule{action: "CreateTags", role: "source", effect: effect, every: 1, oneCall: true})
 		w.logf("ec2: %v", w.faults[len(w.faults)-1])

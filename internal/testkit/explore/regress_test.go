@@ -15,9 +15,6 @@ import (
 // pollsToSettle bounds the polls a scenario makes while waiting for its operations.
 const pollsToSettle = 40
 
-// maxAdvances bounds the seconds advanceUntilSnapshotAt waits.
-const maxAdvances = 600
-
 // pollUntilEnded reconciles every 20 s until no operation is open.
 func (w *world) pollUntilEnded() {
 	for range pollsToSettle {
@@ -36,20 +33,6 @@ func (w *world) runAll() {
 		w.execute(i)
 		w.create(i)
 		w.checkStep()
-	}
-}
-
-// advanceUntilSnapshotAt moves the clock in steps of a second until the simulator shows the
-// snapshot of PV i at least at percent, or no longer pending.
-func (w *world) advanceUntilSnapshotAt(i int, percent int) {
-	for range maxAdvances {
-		for _, s := range w.sim.SnapshotsIn(sourceAccount, sourceRegion) {
-			n, _ := strconv.Atoi(strings.TrimSuffix(s.Progress, "%"))
-			if s.ID == w.ops[i].snapshotID && (s.State != "pending" || n >= percent) {
-				return
-			}
-		}
-		w.clk.Step(time.Second)
 	}
 }
 
