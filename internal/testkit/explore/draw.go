@@ -280,7 +280,16 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.logf("ec2: %v", w.faults[len(w.faults)-1])
 		w.reconcile()
 	case actSameVolume:
-		w.sameVolumeSnapshot(rapid.SampledFrom(w.executed()).Draw(t, "PV"), rapid.Bool().Draw(t, "with its UID"), rapid.Bool().Draw(t, "by the upstream plugin"))
+		i, withUID := rapid.SampledFrom(w.executed()).Draw(t, "PV"), rapid.Bool().Draw(t, "with its UID")
+		maker := byThisRelease
+		switch {
+		case rapid.Bool().Draw(t, "by the upstream plugin"):
+			maker = byUpstream
+		case w.setup.upgrade != nil && rapid.Bool().Draw(t, "by the earliest release, in a cluster not upgraded"):
+			// Drawn where this backup's snapshots carry no create token either.
+			maker = byEarliestRelease
+		}
+		w.sameVolumeSnapshot(i, withUID, maker)
 	case actPoll:
 		for range pollReconciles {
 			w.advance(pollEvery)

@@ -55,20 +55,40 @@ func (w *world) timedOutBeside() bool {
 	return past && within
 }
 
+// sameVolumeMaker is what took another backup's snapshot of this backup's volume.
+type sameVolumeMaker int
+
+const (
+	// byThisRelease: this plugin, of this release, in another cluster or a later backup.
+	byThisRelease sameVolumeMaker = iota
+	// byUpstream: the upstream AWS plugin.
+	byUpstream
+	// byEarliestRelease: this plugin's earliest release, in another cluster not upgraded yet.
+	byEarliestRelease
+)
+
 // sameVolumeSnapshot is another backup of the same name (another cluster's on the same volume,
-// or a later backup) snapshotting PV i's volume. Through this plugin, it carries the tags its
-// CreateSnapshot writes: its own UID when withUID, none when its handoff was lost too. Without
-// a UID, within the window of an operation of the volume, it could be that operation's own by
-// every rule (the README's rules 1 and 2 take the one marked returned): it then carries its UID.
-// byUpstream, through the upstream plugin, it carries Velero core's tags only: no UID, no create
-// token, no recorded mark. Within an operation's window it is then a candidate the rules tell
-// apart from the operation's own once that is listed (rule 7), or find ambiguous beside the
-// upstream plugin's or an unmarked earlier release's, and never a stray (rule 2: snapshots
-// without a token are never each other's strays).
-func (w *world) sameVolumeSnapshot(i int, withUID, byUpstream bool) {
+// or a later backup) snapshotting PV i's volume, with the tags its maker writes.
+//   - byThisRelease, it carries the tags this release's CreateSnapshot writes: its own UID when
+//     withUID, none when its handoff was lost too. Without a UID, within the window of an
+//     operation of the volume, it could be that operation's own by every rule (the README's
+//     rules 1 and 2 take the one marked returned): it then carries its UID.
+//   - byUpstream, it carries Velero core's tags only: no UID, no create token, no recorded mark.
+//     Within an operation's window it is then a candidate the rules tell apart from the
+//     operation's own once that is listed (rule 7), or find ambiguous beside the upstream
+//     plugin's or an unmarked earlier release's, and never a stray (rule 2: snapshots without a
+//     token are never each other's strays).
+//   - byEarliestRelease, it carries core's tags and the volume type, as this plugin's earliest
+//     release wrote them: no UID, no create token, no recorded mark. Beside an earlier
+//     release's snapshot of this backup, marked returned, it is a candidate no rule but rule 2
+//     keeps from being taken for that call's stray.
+func (w *world) sameVolumeSnapshot(i int, withUID bool, maker sameVolumeMaker) {
 	op := w.ops[i]
 	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
-	if !byUpstream {
+	switch maker {
+	case byEarliestRelease:
+		tags[model.TagVolumeType] = oldVolumeType
+	case byThisRelease:
 		for _, o := range w.ops {
 			if o.executed && o.volumeID == op.volumeID && w.inWindow(o, w.clk.Now()) {
 				withUID = true

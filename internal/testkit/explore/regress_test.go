@@ -243,7 +243,7 @@ var regressions = []struct {
 		setup: twoPVs(setup{copyTo: true, listingLag: 5 * time.Second, timeout: time.Hour, seed: 16}),
 		steps: func(w *world) {
 			w.execute(0)
-			w.sameVolumeSnapshot(0, false, true)
+			w.sameVolumeSnapshot(0, false, byUpstream)
 			w.advance(10 * time.Second)
 			w.create(0)
 			w.execute(1)
@@ -266,7 +266,7 @@ var regressions = []struct {
 			w.restartItemProcess()
 			w.failCreate(1)
 			w.execute(0)
-			w.sameVolumeSnapshot(1, false, true)
+			w.sameVolumeSnapshot(1, false, byUpstream)
 			w.create(0)
 			w.pollUntilEnded()
 			w.deleteBackup(deleteBySource, -1, 0)
