@@ -97,6 +97,14 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 				mockec2.Snapshot("snap-0000000b", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-2"), withoutUID(), mockec2.StartedAt(2*time.Second)),
 			},
 			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000b in us-east-1 completed"}},
+		// Nor is another cluster's snapshot of the PV, on the earliest release, beside this
+		// backup's marked returned: no create token ties the two to one call.
+		{name: "an earlier release's snapshot marked returned, beside another cluster's of the same PV on the earliest release: the other is kept", op: opID(mockec2.VolA), backup: started, elapsed: 12 * time.Minute,
+			east: []types.Snapshot{
+				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1", model.TagVolumeType, "gp3", model.TagRecorded, model.RecordedTrue), withoutUID(), mockec2.StartedAt(2*time.Second)),
+				mockec2.Snapshot("snap-0000000f", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1", model.TagVolumeType, "gp3"), withoutUID(), mockec2.StartedAt(30*time.Second)),
+			},
+			want: want{completed: true, n: 100, total: 100, desc: "snapshot snap-0000000a in us-east-1 completed"}},
 		{name: "an operation of the previous release (v1 ID, no PV) never follows another static PV's snapshot taken before it opened, even the only one marked recorded", op: opID(mockec2.VolA), backup: started, elapsed: 12 * time.Minute,
 			east: []types.Snapshot{
 				mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(model.TagPV, "pv-1", model.TagRecorded, "true"), mockec2.StartedAt(-time.Minute)),
