@@ -230,9 +230,14 @@ func (w *world) checkSigners() {
 }
 
 // checkEndedOnOwn checks an operation Velero has just seen end: the snapshot its result names
-// is the one Velero recorded, not another install's or tool's in its place.
+// is the one Velero recorded, not another install's or tool's in its place. Not judged once
+// the backup's deletion, begun while the operation was open, has deleted that snapshot: EC2
+// then holds nothing of it for any rule to find (a reconcile racing the deletion).
 func (w *world) checkEndedOnOwn(op *operation) {
 	if op.snapshotID == "" || strings.Contains(op.result, op.snapshotID) {
+		return
+	}
+	if s, ok := w.everything()[op.snapshotID]; op.deletedWhileOpen && (!ok || s.DeletePending) {
 		return
 	}
 	for id := range w.foreign {
