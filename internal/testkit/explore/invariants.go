@@ -232,7 +232,8 @@ func (w *world) checkSigners() {
 // checkEndedOnOwn checks an operation Velero has just seen end: the snapshot its result names
 // is the one Velero recorded, not another install's or tool's in its place. Not judged once
 // the backup's deletion, begun while the operation was open, has deleted that snapshot: EC2
-// then holds nothing of it for any rule to find (a reconcile racing the deletion).
+// then lists nothing of it in its region for any rule to prefer (a reconcile racing the
+// deletion).
 func (w *world) checkEndedOnOwn(op *operation) {
 	if op.snapshotID == "" || strings.Contains(op.result, op.snapshotID) {
 		return
