@@ -14,6 +14,7 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/deleting"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
 // The steps actors take. Each is one event of Velero core, another install or tool, EC2 or the
@@ -189,11 +190,10 @@ const maxAdvances = 600
 // snapshot of PV i at least at percent, or no longer pending.
 func (w *world) advanceUntilSnapshotAt(i int, percent int) {
 	for range maxAdvances {
-		for _, s := range w.sim.SnapshotsIn(sourceAccount, sourceRegion) {
-			n, _ := strconv.Atoi(strings.TrimSuffix(s.Progress, "%"))
-			if s.ID == w.ops[i].snapshotID && (s.State != "pending" || n >= percent) {
-				return
-			}
+		s, ok := w.snapshotOf(w.ops[i])
+		n, _ := strconv.Atoi(strings.TrimSuffix(s.Progress, "%"))
+		if ok && (s.State != "pending" || n >= percent) {
+			return
 		}
 		w.clk.Step(time.Second)
 	}
@@ -202,18 +202,25 @@ func (w *world) advanceUntilSnapshotAt(i int, percent int) {
 // firstPendingSource is the first open operation, in Velero's order, whose snapshot EC2 is
 // still taking; -1 when there is none.
 func (w *world) firstPendingSource() int {
-	snaps := w.sim.SnapshotsIn(sourceAccount, sourceRegion)
 	for i, op := range w.ops {
-		if !op.executed || op.state != opOpen || op.snapshotID == "" {
-			continue
-		}
-		for _, s := range snaps {
-			if s.ID == op.snapshotID && s.State == "pending" {
-				return i
-			}
+		if s, ok := w.snapshotOf(op); ok && op.executed && op.state == opOpen && s.State == "pending" {
+			return i
 		}
 	}
 	return -1
+}
+
+// snapshotOf is the simulator's record of the snapshot Velero recorded for op, if any.
+func (w *world) snapshotOf(op *operation) (ec2sim.Snapshot, bool) {
+	if op.snapshotID == "" {
+		return ec2sim.Snapshot{}, false
+	}
+	for _, s := range w.sim.SnapshotsIn(sourceAccount, sourceRegion) {
+		if s.ID == op.snapshotID {
+			return s, true
+		}
+	}
+	return ec2sim.Snapshot{}, false
 }
 
 // setDown takes a region down (every request to it goes unanswered) or brings it back.
