@@ -311,7 +311,7 @@ func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Du
 		w.logf("velero: DeleteSnapshot %s (%s) -> %v", op.snapshotID, op.pv, err)
 	}
 	w.hook, w.hookAt = nil, -1
-	w.deleted = true
+	w.deleted, w.deletionFailed = true, failed
 	if !failed && reachesAll {
 		w.deletions++
 	}

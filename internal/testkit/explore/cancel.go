@@ -62,6 +62,8 @@ func (w *world) checkCancelRequest(q request, form url.Values) {
 		switch {
 		case lockedNow(s) && w.cancels.inCancel:
 			w.violate(catCancelDeletedLocked, "Cancel asked EC2 to delete %s in %s of %s, locked (%s) while %s", id, q.region, q.signer, s.LockState, s.State)
+		case lockedNow(s) && q.role == auditRole:
+			w.violate(catAuditDeletedLocked, "audit asked EC2 to delete %s in %s of %s, locked (%s) while %s", id, q.region, q.signer, s.LockState, s.State)
 		case lockedNow(s):
 			w.violate(catDeletedLocked, "a %s request asked EC2 to delete %s in %s of %s, locked (%s) while %s", q.role, id, q.region, q.signer, s.LockState, s.State)
 		}

@@ -184,7 +184,7 @@ func (w *world) enabled() []string {
 		out = append(out, actExecute)
 	}
 	waiting := w.waiting()
-	if w.itemPhaseDone() && waiting && !w.deleted {
+	if w.itemPhaseDone() && waiting && !w.deleted && !w.abandoned {
 		out = append(out, actReconcile, actPoll, actTimeoutReconcile)
 		if !w.restarted {
 			out = append(out, actRestart)
@@ -198,7 +198,7 @@ func (w *world) enabled() []string {
 			out = append(out, actFailedMark)
 		}
 	}
-	if w.itemPhaseDone() && (!waiting || w.restarted) && w.deletions == 0 {
+	if w.itemPhaseDone() && (!waiting || w.restarted) && w.deletions == 0 && !w.notInCluster {
 		out = append(out, actDelete)
 	}
 	if len(w.down) < len(allRegions) {
@@ -222,6 +222,7 @@ func (w *world) enabled() []string {
 	if len(w.restorable()) > 0 {
 		out = append(out, actRestore)
 	}
+	out = append(out, w.syncActors()...)
 	return append(out, w.drillAndAuditActors()...)
 }
 
@@ -354,6 +355,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.beginRefusal()
 	case actRestore:
 		w.restoreScripted(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"), drawRestore(t))
+	case actReinstall, actForget, actSync, actConfigChange:
+		w.stepSync(t, actor)
 	default:
 		w.stepDrillOrAudit(t, actor)
 	}

@@ -71,14 +71,19 @@ var auditRequests = map[string]bool{
 	"DescribeSnapshots": true, "DescribeLockedSnapshots": true, "DescribeVolumes": true, "DeleteSnapshot": true, "DeleteVolume": true,
 }
 
-// catOrphanDeletion is the promise the orphan deletion breaks.
-const catOrphanDeletion category = "audit --delete-orphans deleted, changed or shared what a backup needs, another or an unknown install's snapshot, a locked or retained copy, or a volume no interrupted drill of this install left"
+// The promises the orphan deletion breaks.
+const (
+	catOrphanDeletion category = "audit --delete-orphans deleted, changed or shared what a backup needs, another or an unknown install's snapshot, a locked or retained copy, or a volume no interrupted drill of this install left"
+	// catAuditDeletedLocked is the orphan deletion asking EC2 to delete a locked snapshot (which
+	// EC2 refuses, failing the run).
+	catAuditDeletedLocked category = "audit --delete-orphans asked EC2 to delete a locked snapshot"
+)
 
 // orphanGraces are the --orphan-grace a drawn audit runs with.
 var orphanGraces = []time.Duration{0, audit.DefaultOrphanGrace}
 
 // maxOrphanDeletions bounds the orphan deletions of a run, which keeps the explorer's time.
-const maxOrphanDeletions = 2
+const maxOrphanDeletions = 3
 
 // drillAndAuditActors lists the actors of this file and drill.go that may take the next step.
 func (w *world) drillAndAuditActors() []string {
@@ -110,7 +115,8 @@ func countOf(kinds []string, actor string) int {
 func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 	switch actor {
 	case actDeleteOrphans:
-		w.deleteOrphans(rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace"), rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0)
+		w.deleteOrphans(rapid.SampledFrom(append([]string{""}, w.drillLocations()...)).Draw(t, "audit --location (\"\": every one)"),
+			rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace"), rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0)
 	case actTaggedForeign:
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
@@ -120,8 +126,8 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 }
 
 // deleteOrphans is audit --delete-orphans --confirm with grace, the storage location Available
-// or not, checked as it returns.
-func (w *world) deleteOrphans(grace time.Duration, bslAvailable bool) {
+// or not, of every location ("") or (--location) only the one named, checked as it returns.
+func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable bool) {
 	before := w.holdings()
 	c := w.cluster(bslAvailable)
 	clients := clusterClients{w: w, role: auditRole}
@@ -133,7 +139,7 @@ func (w *world) deleteOrphans(grace time.Duration, bslAvailable bool) {
 	var err error
 	if !w.onClock(func(ctx context.Context) {
 		var read audit.World
-		if read, err = a.Read(ctx, ""); err == nil {
+		if read, err = a.Read(ctx, only); err == nil {
 			rep = audit.Decide(read, opts)
 			audit.DeleteOrphans(ctx, clients, read, &rep)
 		}
@@ -148,8 +154,9 @@ func (w *world) deleteOrphans(grace time.Duration, bslAvailable bool) {
 			refused = append(refused, d.ID+": "+d.Why)
 		}
 	}
-	w.logf("audit: --delete-orphans (grace %s, storage location Available %v) -> deleted %v, refused %v, %d problems, %v", grace, bslAvailable, deleted, refused, len(rep.Problems), err)
+	w.logf("audit: --delete-orphans --location %q (grace %s, storage location Available %v) -> deleted %v, refused %v, problems %q, %v", only, grace, bslAvailable, deleted, refused, rep.Problems, err)
 	w.checkSince(before, orphanDeletionBounds(w))
+	w.checkVerdicts(rep, before.requests)
 }
 
 // orphanDeletionBounds are what the orphan deletion may do: only Describe requests and
@@ -212,6 +219,9 @@ func (w *world) checkSince(before holdings, b bounds) map[string]ec2sim.Volume {
 		default:
 			if why := b.keepSnapshot(s); why != "" {
 				w.violate(b.cat, "it deleted snapshot %s (%s in %s of %s): %s", s.ID, kindOf(s), s.Region, s.Account, why)
+				w.reportedDeleted[s.ID] = true // not again as a kept or recorded snapshot deleted
+				delete(w.locked, s.ID)
+				delete(w.retained, s.ID)
 			}
 		}
 	}
@@ -247,16 +257,23 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 		return "install " + cmp.Or(install, noInstall) + "'s, not this one's"
 	case lockedNow(s):
 		return "locked (" + s.LockState + ")"
-	case w.retained[s.ID] || s.Tags[model.TagVaultRetainOnDelete] == "true" && s.Tags[model.TagSourceAccount] != "":
-		return "kept by vaultRetainOnDelete"
-	case w.deleted:
+	case w.retained[s.ID] || w.retainedVaultCopy(s):
+		return "kept by vaultRetainOnDelete (its tag, or the location's config now)"
+	case !w.inBucket():
 		return ""
 	case w.recorded(s.ID) != nil:
-		return "Velero recorded it for the kept backup"
+		return "Velero's record of the backup, in its storage location, names it"
 	case s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil:
-		return "a copy of " + s.SourceSnapshotID + ", which Velero recorded for the kept backup"
+		return "a copy of " + s.SourceSnapshotID + ", which Velero's record of the backup, in its storage location, names"
 	}
 	return ""
+}
+
+// retainedVaultCopy reports whether s is a vault copy vaultRetainOnDelete keeps when its
+// backup is deleted: by the tag written with it, or by the location's config as it is now.
+func (w *world) retainedVaultCopy(s ec2sim.Snapshot) bool {
+	vaultCopy := s.SourceSnapshotID != "" && (s.Tags[model.TagSourceAccount] != "" || s.Account == w.cfg.Vault.AccountID)
+	return vaultCopy && (s.Tags[model.TagVaultRetainOnDelete] == "true" || w.setup.retain)
 }
 
 // noInstall stands for the install tag an earlier release did not write.
@@ -329,9 +346,9 @@ func (w *world) cluster(bslAvailable bool) cluster {
 }
 
 // backupObject is the Backup as the cluster holds it, in the phase the world's operations put
-// it in; nil once it is deleted.
+// it in; nil while the cluster does not hold it (deleted, or not synced back yet).
 func (w *world) backupObject() *velerov1.Backup {
-	if w.deleted {
+	if !w.inCluster() {
 		return nil
 	}
 	b := w.backup()
@@ -339,6 +356,8 @@ func (w *world) backupObject() *velerov1.Backup {
 	b.Spec.StorageLocation = storageLocation
 	b.Status.StartTimestamp = &metav1.Time{Time: t0}
 	switch {
+	case w.deleted:
+		b.Status.Phase = velerov1.BackupPhaseDeleting // a failed deletion's
 	case !w.itemPhaseDone():
 		b.Status.Phase = velerov1.BackupPhaseInProgress
 	case w.waiting():

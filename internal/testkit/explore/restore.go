@@ -105,7 +105,7 @@ func (w *world) restoreRegions() []string {
 // restorable lists the PVs Velero may restore: the backup has finished (Velero restores only a
 // finished backup) and is not deleted, and this plugin recorded the PV's snapshot.
 func (w *world) restorable() []int {
-	if w.waiting() || w.deleted {
+	if w.waiting() || w.deleted || w.notInCluster {
 		return nil
 	}
 	var out []int

@@ -23,8 +23,8 @@ const (
 
 // settle ends a run: faults stop, the item phase ends, Velero reconciles (cancelling what
 // passes the item-operation timeout, as it does) until every operation has ended or the
-// bound has passed, restores a PV, then the backup is deleted, and once the listing lag has
-// passed nothing of it may be left.
+// bound has passed (unless a reinstall abandoned them), restores a PV, then the backup is
+// deleted, and once the listing lag has passed nothing of it may be left.
 func (w *world) settle() {
 	w.faults, w.kube = nil, nil
 	if w.waitsOnSTS() {
@@ -42,7 +42,13 @@ func (w *world) settle() {
 			w.create(i)
 		}
 	}
-	if !w.deleted {
+	if w.notInCluster {
+		// Velero's sync brings the backup back (one waiting for its operations once it
+		// expires, for its garbage collection to delete).
+		w.notInCluster = false
+		w.logf("settle: Velero's sync brings %s back into the cluster", backupName)
+	}
+	if !w.deleted && !w.abandoned {
 		// Velero goes on cancelling what passes its item-operation timeout, as it would.
 		end, drained := w.clk.Now().Add(settleBound), w.clk.Now().Add(queuesDrain)
 		if w.setup.slowCopies {

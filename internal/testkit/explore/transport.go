@@ -50,6 +50,8 @@ type request struct {
 	role, signer, region, action string
 	// apiRefused says the Kubernetes API had refused the plugin process a read (Forbidden).
 	apiRefused bool
+	// answered says EC2 answered it with success.
+	answered bool
 }
 
 // credentialScope finds the region in a SigV4 Authorization header.
@@ -64,7 +66,8 @@ type transport struct {
 	faulty bool   // whether the world's faults apply (other installs and tools see a healthy EC2)
 }
 
-// RoundTrip serves req with the simulator, or fails it as the world's faults say.
+// RoundTrip serves req with the simulator, or fails it as the world's faults say, and notes
+// whether it was answered.
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
@@ -77,7 +80,17 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		q.region = m[1]
 	}
 	w := tr.w
+	i := len(w.requests)
 	w.requests = append(w.requests, q)
+	res, err := tr.serve(req, body, form, q)
+	w.requests[i].answered = err == nil && res.StatusCode == http.StatusOK
+	return res, err
+}
+
+// serve serves req (its body and form already read) with the simulator, or fails it as the
+// world's faults say.
+func (tr *transport) serve(req *http.Request, body []byte, form url.Values, q request) (*http.Response, error) {
+	w := tr.w
 	w.interleave()
 	var rule *faultRule
 	if tr.faulty {

@@ -109,7 +109,7 @@ func (w *world) checkRecordedKept(snaps map[string]ec2sim.Snapshot) {
 		return
 	}
 	for _, op := range w.ops {
-		if s, ok := snaps[op.snapshotID]; op.snapshotID != "" && (!ok || s.DeletePending) {
+		if s, ok := snaps[op.snapshotID]; op.snapshotID != "" && (!ok || s.DeletePending) && !w.reportedDeleted[op.snapshotID] {
 			w.violate(catRecordedDeleted, "%s, the snapshot Velero recorded for %s, was deleted while the backup is kept", op.snapshotID, op.pv)
 		}
 	}

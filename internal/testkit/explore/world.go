@@ -78,6 +78,9 @@ type setup struct {
 	vaultRegion string
 	lock        bool
 	retain      bool
+	// copyMoved says the location's copyToRegion was moved to farRegion after the backup's
+	// snapshots were taken (sync.go).
+	copyMoved bool
 	// vaultCredsOf is the account the vault credentials really belong to (the vault's, or by
 	// mistake the source account's); vaultAccountID is what the config names.
 	vaultCredsOf, vaultAccountID string
@@ -159,6 +162,9 @@ func (s setup) config() map[string]string {
 	m := map[string]string{model.ConfigRegion: sourceRegion}
 	if s.copyTo {
 		m[model.ConfigCopyToRegion] = copyRegion
+		if s.copyMoved {
+			m[model.ConfigCopyToRegion] = farRegion
+		}
 	}
 	if s.vault {
 		m[model.ConfigVaultAccountID] = s.vaultAccountID
@@ -328,7 +334,16 @@ type world struct {
 	restarted   bool
 	deletions   int // full deletions that succeeded
 	deleted     bool
-	partialBy   string
+	// deletionFailed says the last deletion failed: Velero keeps the backup's files and the
+	// Backup, in phase Deleting.
+	deletionFailed bool
+	// reinstalled says Velero was reinstalled in the cluster; notInCluster that the Backup is
+	// missing from the cluster (a reinstall or a kubectl delete) until Velero's sync brings it
+	// back; abandoned that the reinstall came while the backup waited for its operations, which
+	// nobody reconciles since (sync.go).
+	reinstalled, notInCluster, abandoned bool
+	// reportedDeleted are the snapshots an actor's deletion was reported for already.
+	reportedDeleted map[string]bool
 
 	foreign   map[string]foreignSnapshot
 	locked    map[string]bool
@@ -381,7 +396,7 @@ func newWorld(s setup) (*world, error) {
 		setup: s, cfg: cfg, clk: clk, sim: ec2sim.New(simCfg, ec2sim.WithClock(clk)), log: log,
 		clients: map[string]*ec2.Client{}, down: map[string]bool{}, hookAt: -1,
 		foreign: map[string]foreignSnapshot{}, locked: map[string]bool{}, retained: map[string]bool{},
-		restorers: map[string]*restoring.Restorer{}, restoredFor: map[string]string{},
+		restorers: map[string]*restoring.Restorer{}, restoredFor: map[string]string{}, reportedDeleted: map[string]bool{},
 	}
 	w.handoff = ebs.NewHandoff(clk)
 	w.snapshotter = w.itemSnapshotter()
