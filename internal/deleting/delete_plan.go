@@ -568,13 +568,10 @@ func (seen deletionSeen) keepReason(c foundSnapshot, policy deletionPolicy) stri
 		why = append(why, fmt.Sprintf("its %s lock has not expired", st))
 	}
 	if c.isVaultCopy() {
-		switch {
-		case model.TagValue(c.snap.Tags, model.TagVaultRetainOnDelete) == "true":
-			why = append(why, "it is tagged "+model.TagVaultRetainOnDelete)
-		case seen.source != nil && model.TagValue(seen.source.Tags, model.TagVaultRetainOnDelete) == "true":
-			why = append(why, "its source is tagged "+model.TagVaultRetainOnDelete)
-		case policy.retainVaultCopies:
-			why = append(why, model.ConfigVaultRetainOnDelete+" is true")
+		copyTagged := model.TagValue(c.snap.Tags, model.TagVaultRetainOnDelete) == "true"
+		sourceTagged := seen.source != nil && model.TagValue(seen.source.Tags, model.TagVaultRetainOnDelete) == "true"
+		if reason := model.RetainReason(copyTagged, sourceTagged, policy.retainVaultCopies); reason != "" {
+			why = append(why, reason)
 		}
 	}
 	return strings.Join(why, ", and ")

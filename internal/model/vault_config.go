@@ -180,3 +180,19 @@ func ParseLockTag(s string) (l Lock, ok bool) {
 	}
 	return l, true
 }
+
+// RetainReason says why vaultRetainOnDelete keeps a vault copy when its backup is deleted, or ""
+// when nothing does: the tag written on the copy, or on its source, when they were made, or the
+// location's config as it is now. A setting turned on after the copy was made keeps it too: of
+// what the tags and the config say, the safer wins.
+func RetainReason(copyTagged, sourceTagged, configured bool) string {
+	switch {
+	case copyTagged:
+		return "it is tagged " + TagVaultRetainOnDelete
+	case sourceTagged:
+		return "its source is tagged " + TagVaultRetainOnDelete
+	case configured:
+		return ConfigVaultRetainOnDelete + " is true"
+	}
+	return ""
+}
