@@ -26,6 +26,7 @@
 package location
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,6 +107,8 @@ type Choice struct {
 // CredentialError says a location's spec.credential cannot be read: the Secret does not exist
 // or has no such key.
 type CredentialError struct {
+	// Kind is the location's kind; "" for a VolumeSnapshotLocation.
+	Kind      string
 	Location  string
 	Namespace string
 	Secret    string
@@ -114,7 +117,7 @@ type CredentialError struct {
 }
 
 func (e *CredentialError) Error() string {
-	return fmt.Sprintf("VolumeSnapshotLocation %q: credential Secret %s/%s key %q: %v", e.Location, e.Namespace, e.Secret, e.Key, e.Err)
+	return fmt.Sprintf("%s %q: credential Secret %s/%s key %q: %v", cmp.Or(e.Kind, "VolumeSnapshotLocation"), e.Location, e.Namespace, e.Secret, e.Key, e.Err)
 }
 
 func (e *CredentialError) Unwrap() error { return e.Err }
@@ -501,10 +504,26 @@ func (r *Resolver) vaultCredentials(ctx context.Context, rd client.Reader, ns, l
 	return creds, nil
 }
 
+// StorageCredentialsFile writes the Secret key a BackupStorageLocation's spec.credential selects
+// to a private file, as Velero's server does for the location's object-store plugin, and
+// returns its path.
+func (r *Resolver) StorageCredentialsFile(ctx context.Context, bsl string, sel *corev1.SecretKeySelector) (string, error) {
+	rd, err := r.client()
+	if err != nil {
+		return "", err
+	}
+	return r.secretFile(ctx, rd, r.namespace, "BackupStorageLocation", bsl, sel)
+}
+
 // credentialsFile writes the selected Secret key to the location's private file.
 func (r *Resolver) credentialsFile(ctx context.Context, rd client.Reader, ns, location string, sel *corev1.SecretKeySelector) (string, error) {
+	return r.secretFile(ctx, rd, ns, "", location, sel)
+}
+
+// secretFile writes the Secret key sel selects for the location of kind to a private file.
+func (r *Resolver) secretFile(ctx context.Context, rd client.Reader, ns, kind, location string, sel *corev1.SecretKeySelector) (string, error) {
 	cerr := func(err error) error {
-		return &CredentialError{Location: location, Namespace: ns, Secret: sel.Name, Key: sel.Key, Err: err}
+		return &CredentialError{Kind: kind, Location: location, Namespace: ns, Secret: sel.Name, Key: sel.Key, Err: err}
 	}
 	if !fileNamePart(sel.Name) || !fileNamePart(sel.Key) {
 		return "", cerr(ErrBadSelector)
