@@ -5,14 +5,15 @@
 // schedule's interval; and it finds this install's orphans: snapshots no backup needs, with
 // their size and monthly cost.
 //
-// A snapshot is needed when Velero recorded it, or for a copy its source, for any backup in the
-// cluster (the record Velero keeps with each backup in object storage, which synced backups
-// bring along). It is this install's when it carries this install's identity (ebs.TagInstall).
-// Only this install's snapshots that no backup needs are orphans; others' are counted, and
-// those of releases that did not tag the install are listed, never deleted.
+// A snapshot is an orphan only when no backup record in any of this install's backup storage
+// locations can name it (orphans.go): the audit reads the storage locations' object storage
+// through their plugins, as Velero's backup sync does, so a backup the cluster has not synced
+// yet keeps its snapshots. It is this install's when it carries this install's identity
+// (ebs.TagInstall). Others' are counted, and those of releases that did not tag the install
+// are listed, never deleted.
 //
-// The audit reads only (Describe and List requests, and the DownloadRequests Velero answers
-// with each backup's record) unless --delete-orphans --confirm is given.
+// The audit reads only (Describe and List requests, and reads of object storage) unless
+// --delete-orphans --confirm is given.
 package audit
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/objectstore"
 )
 
 // Command is the subcommand's name: the first argument of the plugin binary.
@@ -49,6 +51,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	archive := fs.Float64("price-archive", DefaultArchivePrice, "snapshot storage price, USD per GiB-month, archive tier")
 	grace := fs.Duration("orphan-grace", def.OrphanGrace, "a snapshot younger than this is never an orphan")
 	slack := fs.Duration("recovery-slack", def.RecoverySlack, "how much older than its schedule's interval a recovery point may be")
+	pluginDir := fs.String("plugin-dir", objectstore.DefaultPluginDir(), "directory of Velero's plugins, the object-store plugin of every backup storage location among them (in Velero's pod: /plugins)")
 	invalid := func() error {
 		if *confirm && !*deleteOrphans {
 			return errors.New("--confirm confirms --delete-orphans, which is not given")
@@ -57,8 +60,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	return cmd.Run(args, stdout, invalid, func(session *cli.Session) (cli.Report, int, error) {
 		opts := Options{Prices: map[string]float64{TierStandard: *standard, TierArchive: *archive}, OrphanGrace: *grace, RecoverySlack: *slack}
+		stores, err := objectstore.Open(ctx, *pluginDir, session.Kube, cmd.Namespace, session.Resolver, session.Log)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer stores.Close()
 		a := &Auditor{
-			Kube: session.Kube, Records: VeleroRecords{Client: session.Kube}, Resolver: session.Resolver,
+			Kube: session.Kube, Stores: stores, Resolver: session.Resolver,
 			Clients: ec2api.NewFactory(), Clock: clock.RealClock{},
 			Namespace: cmd.Namespace, Provider: location.DefaultProvider,
 		}

@@ -64,6 +64,52 @@ func TestBackupVerdicts(t *testing.T) {
 	}
 }
 
+// What could not be read is unknown, never ready: each place the backup asked for a copy in
+// that the audit could not read makes its DR-readiness unknown, naming the place and why.
+func TestDRReadyUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []audittest.Option
+		down string
+		// want is what the backup's line says of its readiness and the unread place.
+		want []string
+	}{
+		{name: "a copy region that does not answer leaves a backup DR-ready unknown, naming the region",
+			down: audittest.CopyRegion, want: []string{"DR-ready unknown", "copies in us-west-2", "region us-west-2 is down"}},
+		{name: "a vault whose credentials EC2 refuses leaves a backup DR-ready unknown, naming the vault account",
+			opts: []audittest.Option{audittest.WithAllowed(nil, []string{"CopySnapshot", "CreateTags", "LockSnapshot"})},
+			want: []string{"DR-ready unknown", "vault 222222222222 us-west-2", "UnauthorizedOperation"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := audittest.New(t, tc.opts...)
+			w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+			start := w.Clock.Now()
+			w.Backup("b1", audittest.ScheduleName, start, velerov1.BackupPhaseCompleted, w.Take("b1", w.Vols[0], audittest.Outcome{}))
+			if tc.down != "" {
+				w.Down[tc.down] = true
+			}
+			rep := w.Audit(false)
+			out := audittest.Text(t, rep)
+			if len(rep.Backups) != 1 || rep.Backups[0].DRReady || rep.Backups[0].DRUnknown == "" {
+				t.Fatalf("backups %+v: want b1 not DR-ready, its readiness unknown\n%s", rep.Backups, out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("want %q in\n%s", want, out)
+				}
+			}
+			if rep.Exit() != audit.ExitError {
+				t.Errorf("exit %d, want %d: the audit could not read everything", rep.Exit(), audit.ExitError)
+			}
+			for _, p := range rep.RecoveryPoints {
+				if p.Backup != "" && strings.Contains(tc.want[1], p.Place) {
+					t.Errorf("recovery point %+v in a place that was not read", p)
+				}
+			}
+		})
+	}
+}
+
 // A schedule's recovery point in each recovery place, against its interval.
 func TestRecoveryPoints(t *testing.T) {
 	for _, tc := range []struct {
@@ -71,12 +117,15 @@ func TestRecoveryPoints(t *testing.T) {
 		// newestUncopied leaves the newest backup without its copy; sinceNewest is the time
 		// from the newest backup to the audit.
 		newestUncopied bool
-		sinceNewest    time.Duration
-		stale          bool
+		// newestPartial makes the newest backup PartiallyFailed, its copies completed.
+		newestPartial bool
+		sinceNewest   time.Duration
+		stale         bool
 	}{
 		{name: "a schedule whose newest backup is DR-ready has a fresh recovery point", sinceNewest: time.Hour},
 		{name: "a schedule whose newest backup has no copy falls back to the one before, still within the interval", newestUncopied: true, sinceNewest: time.Hour},
 		{name: "a schedule whose newest DR-ready backup is older than its interval is stale", newestUncopied: true, sinceNewest: 6 * time.Hour, stale: true},
+		{name: "a PartiallyFailed backup is never a recovery point, its copies completed or not", newestPartial: true, sinceNewest: time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := audittest.New(t)
@@ -89,7 +138,11 @@ func TestRecoveryPoints(t *testing.T) {
 			if tc.newestUncopied {
 				o.Copy = "missing"
 			}
-			w.Backup("nightly-2", audittest.ScheduleName, second, velerov1.BackupPhaseCompleted, w.Take("nightly-2", w.Vols[0], o))
+			phase := velerov1.BackupPhaseCompleted
+			if tc.newestPartial {
+				phase = velerov1.BackupPhasePartiallyFailed
+			}
+			w.Backup("nightly-2", audittest.ScheduleName, second, phase, w.Take("nightly-2", w.Vols[0], o))
 			w.Clock.SetTime(second.Add(tc.sinceNewest))
 			rep := w.Audit(false)
 			var point *audit.RecoveryPoint
@@ -102,7 +155,7 @@ func TestRecoveryPoints(t *testing.T) {
 				t.Fatalf("no recovery point in %s: %+v", audittest.CopyRegion, rep.RecoveryPoints)
 			}
 			want := "nightly-2"
-			if tc.newestUncopied {
+			if tc.newestUncopied || tc.newestPartial {
 				want = "nightly-1"
 			}
 			if point.Backup != want || point.Stale != tc.stale || point.Interval.Duration() != audittest.SchedulePeriod {

@@ -63,26 +63,20 @@ func DefaultOptions() Options {
 // Decide judges what w shows: each backup's copies and readiness, each schedule's recovery
 // points, and which snapshots are this install's orphans. It is pure.
 func Decide(w World, o Options) Report {
-	rep := Report{Now: w.Now, Install: w.Install, Problems: slices.Clone(w.Unread)}
-	if w.InstallErr != "" {
-		rep.Problems = append(rep.Problems, "this install's identity: "+w.InstallErr+"; no snapshot is called an orphan")
-	}
-	ix := index(w)
+	rep := Report{Now: w.Now, Install: w.Install}
+	v := index(w)
+	rep.Problems = v.problems()
 	for _, b := range w.Backups {
-		line, ok := ix.backupLine(b, w.Now)
-		if ok {
+		if line, ok := v.backupLine(b); ok {
 			rep.Backups = append(rep.Backups, line)
-		}
-		if rec, read := w.Records[b.Name]; read && rec.Err != "" && ix.mayHaveOurs(b) {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("backup %s: Velero's record of its snapshots: %s", b.Name, rec.Err))
 		}
 	}
 	sort.SliceStable(rep.Backups, func(i, j int) bool { return rep.Backups[i].Started.After(rep.Backups[j].Started) })
 	rep.RecoveryPoints = recoveryPoints(rep.Backups, w.Now, o.RecoverySlack)
-	ix.orphans(w, o, &rep)
-	for _, v := range w.DrillVolumes {
-		if v.Leftover(w.Install, w.Now) {
-			rep.DrillLeftovers = append(rep.DrillLeftovers, v)
+	v.orphans(o, &rep)
+	for _, d := range w.DrillVolumes {
+		if d.Leftover(w.Install, w.Now) {
+			rep.DrillLeftovers = append(rep.DrillLeftovers, d)
 		}
 	}
 	return rep
@@ -90,25 +84,33 @@ func Decide(w World, o Options) Report {
 
 // view indexes a World for the decisions.
 type view struct {
+	w World
+	// locations are every location of the plugin; audited those the audit shows.
 	locations map[string]Location
+	audited   map[string]bool
 	sources   map[string]Snapshot   // by ID
 	copies    map[string][]Snapshot // by source ID
-	needed    map[string]bool       // the snapshot IDs Velero recorded for any backup
-	backups   map[string]velerov1.Backup
-	records   map[string]Record
-	bsls      map[string]velerov1.BackupStorageLocation
-	read      map[Place]bool
+	// named are the snapshot IDs a record Velero keeps names, with the backup it is of.
+	named   map[string]string
+	backups map[string]velerov1.Backup
+	bsls    map[string]bool
+	// holders are the storage locations whose object storage holds each backup, by its name;
+	// anchored those that hold a backup this install's snapshots name and are tagged with.
+	holders  map[string][]string
+	anchored map[string]bool
+	places   map[string]PlaceRead // by place key
 }
 
 func index(w World) view {
-	v := view{locations: map[string]Location{}, sources: map[string]Snapshot{}, copies: map[string][]Snapshot{},
-		needed: map[string]bool{}, backups: map[string]velerov1.Backup{}, records: w.Records, bsls: map[string]velerov1.BackupStorageLocation{},
-		read: map[Place]bool{}}
-	for _, p := range w.Read {
-		v.read[p] = true
-	}
+	v := view{w: w, locations: map[string]Location{}, audited: map[string]bool{}, sources: map[string]Snapshot{},
+		copies: map[string][]Snapshot{}, named: map[string]string{}, backups: map[string]velerov1.Backup{},
+		bsls: map[string]bool{}, holders: map[string][]string{}, anchored: map[string]bool{}, places: map[string]PlaceRead{}}
 	for _, l := range w.Locations {
 		v.locations[l.Name] = l
+		v.audited[l.Name] = w.Only == "" || l.Name == w.Only
+	}
+	for _, p := range w.Places {
+		v.places[place{kind: p.Kind, creds: p.Creds, region: p.Region}.key()] = p
 	}
 	for _, s := range w.Snapshots {
 		if src := s.Tags[model.TagSourceSnapshotID]; src != "" {
@@ -120,15 +122,58 @@ func index(w World) view {
 	for _, b := range w.Backups {
 		v.backups[b.Name] = b
 	}
-	for _, r := range w.Records {
+	for name, r := range w.Records {
 		for _, s := range r.Snapshots {
-			v.needed[s.ID] = true
+			v.named[s.ID] = name
 		}
 	}
 	for _, l := range w.StorageLocations {
-		v.bsls[l.Name] = l
+		v.bsls[l.Name] = true
+	}
+	for bsl, st := range w.Stored {
+		for _, name := range st.Backups {
+			v.holders[name] = append(v.holders[name], bsl)
+		}
+	}
+	for name := range v.holders {
+		sort.Strings(v.holders[name])
+	}
+	for _, s := range w.Snapshots {
+		if bsl := s.Tags[storageLocationTag]; w.Install != "" && s.Tags[model.TagInstall] == w.Install && slices.Contains(v.holders[s.Tags[model.TagBackup]], bsl) {
+			v.anchored[bsl] = true
+		}
 	}
 	return v
+}
+
+// problems are what the audit could not read: each is a reason no orphan it may bear on is
+// deleted.
+func (v view) problems() []string {
+	var out []string
+	if v.w.InstallErr != "" {
+		out = append(out, "this install's identity: "+v.w.InstallErr+"; no snapshot is called an orphan")
+	}
+	for _, l := range v.w.Locations {
+		if l.Err != "" {
+			out = append(out, fmt.Sprintf("location %s: %s", l.Name, l.Err))
+		}
+	}
+	for _, p := range v.w.Places {
+		if p.Err != "" {
+			out = append(out, fmt.Sprintf("%s with %s (location %s): %s", placeName(p.Kind, p.Account, p.Region), p.Creds, p.Location, p.Err))
+		}
+	}
+	for _, l := range v.w.StorageLocations {
+		if st := v.w.Stored[l.Name]; st.Err != "" {
+			out = append(out, fmt.Sprintf("backup storage location %s could not be listed: %s", l.Name, st.Err))
+		}
+	}
+	for _, b := range v.w.Backups {
+		if rec, read := v.w.Records[b.Name]; read && rec.Err != "" && v.mayHaveOurs(b) {
+			out = append(out, fmt.Sprintf("backup %s: Velero's record of its snapshots: %s", b.Name, rec.Err))
+		}
+	}
+	return out
 }
 
 // mayHaveOurs reports whether b may have snapshots in the audited locations.
@@ -136,12 +181,7 @@ func (v view) mayHaveOurs(b velerov1.Backup) bool {
 	if len(b.Spec.VolumeSnapshotLocations) == 0 {
 		return true
 	}
-	for _, n := range b.Spec.VolumeSnapshotLocations {
-		if _, ok := v.locations[n]; ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(b.Spec.VolumeSnapshotLocations, func(n string) bool { return v.audited[n] })
 }
 
 // finished reports whether Velero is done with b: its record is final and nothing more will
@@ -183,13 +223,44 @@ func wanted(src *Snapshot, loc Location) []wants {
 	return out
 }
 
+// unread says why the place want names, for a snapshot taken through loc, was not read; "" when
+// it was. A copy region is read with the location's credentials; a vault with the vault
+// credentials of any location naming that vault account.
+func (v view) unread(want wants, loc Location) string {
+	if want.kind != KindVault {
+		return v.placeUnread(place{kind: KindSource, creds: loc.Creds, region: want.region})
+	}
+	why := fmt.Sprintf("no location of this cluster has credentials for vault account %s", want.account)
+	for _, l := range v.w.Locations {
+		if l.Err != "" || l.Config.Vault.AccountID != want.account || l.VaultCreds == nil {
+			continue
+		}
+		if why = v.placeUnread(place{kind: KindVault, creds: *l.VaultCreds, region: want.region}); why == "" {
+			return ""
+		}
+	}
+	return why
+}
+
+// placeUnread says why p was not read; "" when it was.
+func (v view) placeUnread(p place) string {
+	pr, tried := v.places[p.key()]
+	switch {
+	case !tried:
+		return "was not read"
+	case pr.Err != "":
+		return "could not be read: " + pr.Err
+	}
+	return ""
+}
+
 // backupLine judges one backup; ok is false for a backup with no snapshot in the audited
 // locations.
-func (v view) backupLine(b velerov1.Backup, now time.Time) (BackupLine, bool) {
-	rec, read := v.records[b.Name]
+func (v view) backupLine(b velerov1.Backup) (BackupLine, bool) {
+	rec, read := v.w.Records[b.Name]
 	var ours []RecordedSnapshot
 	for _, s := range rec.Snapshots {
-		if _, ok := v.locations[s.Location]; ok {
+		if l, ok := v.locations[s.Location]; ok && v.audited[s.Location] && l.Err == "" {
 			ours = append(ours, s)
 		}
 	}
@@ -216,21 +287,21 @@ func (v view) backupLine(b velerov1.Backup, now time.Time) (BackupLine, bool) {
 		loc := v.locations[r.Location]
 		src, found := v.sources[r.ID]
 		var srcp *Snapshot
-		if found {
+		switch why := v.placeUnread(place{kind: KindSource, creds: loc.Creds, region: loc.Config.Region}); {
+		case found:
 			srcp = &src
-			p := count(KindSource, "", src.Region)
-			tally(p, src.State)
+			tally(count(KindSource, "", src.Region), src.State)
 			line.Bytes += src.Bytes
-		} else if p := count(KindSource, "", loc.Config.Region); v.read[Place{Kind: KindSource, Region: loc.Config.Region}] {
-			p.Missing++
-		} else {
-			p.Unaudited = true
+		case why != "":
+			count(KindSource, "", loc.Config.Region).Unread = why
+		default:
+			count(KindSource, "", loc.Config.Region).Missing++
 		}
 		for _, want := range wanted(srcp, loc) {
 			line.AsksCopies = true
 			p := count(want.kind, want.account, want.region)
-			if !v.read[Place{Kind: ownOrVault(want.kind), Region: want.region}] {
-				p.Unaudited = true
+			if why := v.unread(want, loc); why != "" {
+				p.Unread = why
 				continue
 			}
 			cp, ok := v.copyIn(r.ID, want)
@@ -254,13 +325,21 @@ func (v view) backupLine(b velerov1.Backup, now time.Time) (BackupLine, bool) {
 			}
 		}
 	}
-	line.DRReady = line.AsksCopies
+	notReady, unknown := false, []string(nil)
 	for _, name := range order {
 		p := *places[name]
 		line.Places = append(line.Places, p)
-		if p.Kind != KindSource && !p.Unaudited && !p.Ready() {
-			line.DRReady = false
+		switch {
+		case p.Kind == KindSource:
+		case p.Unread != "":
+			unknown = append(unknown, p.Place+": "+p.Unread)
+		case !p.Ready():
+			notReady = true
 		}
+	}
+	line.DRReady = line.AsksCopies && !notReady && len(unknown) == 0
+	if line.AsksCopies && !notReady && len(unknown) > 0 {
+		line.DRUnknown = strings.Join(unknown, "; ")
 	}
 	if line.DRReady {
 		line.ReadySince = readySince
@@ -316,10 +395,14 @@ func rank(state string) int {
 	return 2
 }
 
-// placeFindings says what keeps a finished backup from being restorable everywhere it asked.
+// placeFindings says what keeps a finished backup from being restorable everywhere it asked,
+// of the places read.
 func placeFindings(places []PlaceCount) []string {
 	var out []string
 	for _, p := range places {
+		if p.Unread != "" {
+			continue
+		}
 		var bad []string
 		if p.Pending > 0 {
 			bad = append(bad, fmt.Sprintf("%d pending", p.Pending))
@@ -345,11 +428,18 @@ func placeFindings(places []PlaceCount) []string {
 	return out
 }
 
-// recoveryPoints finds, per schedule and recovery place, the newest backup whose copies there
-// are all completed, and sets its age against the schedule's interval.
+// recoveryPoints finds, per schedule and recovery place, the newest Completed backup whose
+// copies there are all completed (the one `velero restore create --from-schedule` would take
+// is the newest Completed one), and sets its age against the schedule's interval. A place
+// that could not be read for the newest Completed backup leaves the point unknown.
 func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []RecoveryPoint {
 	type key struct{ schedule, place string }
-	newest := map[key]*BackupLine{}
+	type point struct {
+		backup  *BackupLine
+		unknown string
+		decided bool
+	}
+	points := map[key]*point{}
 	var keys []key
 	starts := map[string][]time.Time{}
 	for i := range backups { // newest first
@@ -359,16 +449,24 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 		}
 		starts[b.Schedule] = append(starts[b.Schedule], b.Started)
 		for _, p := range b.Places {
-			if p.Kind == KindSource || p.Unaudited {
+			if p.Kind == KindSource {
 				continue
 			}
 			k := key{b.Schedule, p.Place}
-			if _, seen := newest[k]; !seen {
+			pt, seen := points[k]
+			if !seen {
 				keys = append(keys, k)
-				newest[k] = nil
+				pt = &point{}
+				points[k] = pt
 			}
-			if newest[k] == nil && p.Ready() {
-				newest[k] = b
+			if pt.decided || b.Phase != string(velerov1.BackupPhaseCompleted) {
+				continue
+			}
+			switch {
+			case p.Unread != "":
+				pt.unknown, pt.decided = p.Unread, true
+			case p.Ready():
+				pt.backup, pt.decided = b, true
 			}
 		}
 	}
@@ -383,134 +481,21 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 			interval = s[0].Sub(s[1])
 		}
 		p.Interval = cli.Seconds(interval)
-		b := newest[k]
+		pt := points[k]
 		switch {
-		case b == nil:
-			p.Finding = "no backup of this schedule has all its copies completed here"
+		case pt.unknown != "":
+			p.Unknown = pt.unknown
+		case pt.backup == nil:
+			p.Finding = "no Completed backup of this schedule has all its copies completed here"
 		default:
-			pointAge := now.Sub(b.Started)
-			p.Backup, p.Age = b.Name, cli.Seconds(pointAge)
+			pointAge := now.Sub(pt.backup.Started)
+			p.Backup, p.Age = pt.backup.Name, cli.Seconds(pointAge)
 			if interval > 0 && pointAge > interval+slack {
 				p.Stale = true
-				p.Finding = fmt.Sprintf("older than the schedule's interval (%s) by more than %s: the newer backups' copies are not all completed", age(interval), age(slack))
+				p.Finding = fmt.Sprintf("older than the schedule's interval (%s) by more than %s: the newer backups are not Completed with all their copies", age(interval), age(slack))
 			}
 		}
 		out = append(out, p)
 	}
 	return out
-}
-
-// orphans sorts the snapshots no backup of this cluster needs: this install's orphans (with
-// why, what they cost, and why a deletion would refuse them), those kept by their location's
-// config, those of an unknown install, and a count of other installs'.
-func (v view) orphans(w World, o Options, rep *Report) {
-	var unavailable []string
-	for _, l := range w.StorageLocations {
-		if l.Status.Phase != velerov1.BackupStorageLocationPhaseAvailable {
-			unavailable = append(unavailable, l.Name)
-		}
-	}
-	if len(unavailable) > 0 {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("backup storage locations %s are not Available: backups kept there may be missing from the cluster, so no snapshot whose backup is missing is called an orphan",
-			strings.Join(unavailable, ", ")))
-	}
-	groups := map[string]*OrphanGroup{}
-	for _, s := range w.Snapshots {
-		why, ok := v.orphanWhy(s, w.Now, o.OrphanGrace, len(unavailable) > 0)
-		if !ok {
-			continue
-		}
-		orphan := Orphan{ID: s.ID, Kind: s.Kind, Account: s.Account, Region: s.Region, Backup: s.Tags[model.TagBackup],
-			Why: why, Age: cli.Seconds(w.Now.Sub(s.Started)), Bytes: s.Bytes, Tier: s.Tier, MonthlyCost: cost(s, o.Prices)}
-		install := s.Tags[model.TagInstall]
-		switch {
-		case install == "":
-			rep.Unknown = append(rep.Unknown, orphan)
-			continue
-		case install != w.Install || w.Install == "":
-			rep.OtherInstalls++
-			continue
-		case s.Kind == KindVault && s.Tags[model.TagVaultRetainOnDelete] == "true":
-			orphan.Refusal = "kept by vaultRetainOnDelete"
-			rep.Kept = append(rep.Kept, orphan)
-			continue
-		case s.Lock.Held() && s.Tags[model.TagBackupDeletedAt] != "":
-			orphan.Refusal = fmt.Sprintf("kept by its %s lock until %s", s.Lock.Mode, s.Lock.Until.UTC().Format(time.RFC3339))
-			rep.Kept = append(rep.Kept, orphan)
-			continue
-		case s.Lock.Held():
-			orphan.Refusal = fmt.Sprintf("locked (%s) until %s", s.Lock.Mode, s.Lock.Until.UTC().Format(time.RFC3339))
-		}
-		g := groups[orphan.Backup]
-		if g == nil {
-			g = &OrphanGroup{Backup: orphan.Backup}
-			groups[orphan.Backup] = g
-		}
-		g.Orphans = append(g.Orphans, orphan)
-		g.MonthlyCost += orphan.MonthlyCost
-	}
-	for _, g := range groups {
-		rep.Orphans = append(rep.Orphans, *g)
-	}
-	sort.Slice(rep.Orphans, func(i, j int) bool { return rep.Orphans[i].Backup < rep.Orphans[j].Backup })
-}
-
-// orphanWhy says why no backup of this cluster needs s, or ok=false when one may. A snapshot
-// is needed when Velero recorded it (or, for a copy, its source) for any backup; it is not
-// judged while it is younger than grace, while its backup exists but is not finished or its
-// record could not be read, or, when its backup is gone, while a storage location is not
-// Available or the one it names is not in the cluster.
-func (v view) orphanWhy(s Snapshot, now time.Time, grace time.Duration, bslDown bool) (string, bool) {
-	sourceID := s.ID
-	if src := s.Tags[model.TagSourceSnapshotID]; src != "" {
-		sourceID = src
-	} else if !ownSource(s) {
-		return "", false // not this plugin's: the upstream plugin's, or another tool's
-	}
-	if v.needed[sourceID] || now.Sub(s.Started) < grace {
-		return "", false
-	}
-	name := s.Tags[model.TagBackup]
-	if b, exists := v.backups[name]; exists {
-		rec, read := v.records[name]
-		if !finished(b) || !read || rec.Err != "" {
-			return "", false
-		}
-		if sourceID != s.ID {
-			return fmt.Sprintf("its source %s is not among backup %s's snapshots", sourceID, name), true
-		}
-		if s.Tags[model.TagRecorded] == "pending" {
-			return fmt.Sprintf("left recorded=pending: its CreateSnapshot never returned it to backup %s", name), true
-		}
-		return fmt.Sprintf("not among backup %s's snapshots", name), true
-	}
-	if bslDown {
-		return "", false
-	}
-	if bsl := s.Tags[storageLocationTag]; bsl != "" {
-		if _, ok := v.bsls[bsl]; !ok {
-			return "", false
-		}
-	}
-	if sourceID != s.ID {
-		if _, ok := v.sources[sourceID]; !ok {
-			return fmt.Sprintf("its source and backup %s are gone", name), true
-		}
-	}
-	return fmt.Sprintf("backup %s no longer exists", name), true
-}
-
-// ownSource reports whether s is a source this plugin took: tagged at creation with what only
-// the plugin writes there (a volume can carry the plugin's restore token, never these).
-func ownSource(s Snapshot) bool {
-	return s.Tags[model.TagVolumeType] != "" || s.Tags[model.TagRecorded] != "" || s.Tags[model.TagInstall] != ""
-}
-
-// cost is s's estimated storage cost in USD per month.
-func cost(s Snapshot, prices map[string]float64) float64 {
-	tier := s.Tier
-	if tier == "" {
-		tier = TierStandard
-	}
-	return float64(s.Bytes) / float64(1<<30) * prices[tier]
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // DeleteOrphans deletes the report's orphans of this install and the volumes its interrupted
-// drills left, each after a DryRun of its deletion, and records in rep what it deleted and what it refused and why. It refuses every
-// orphan a deletion must not touch (locked ones; those kept by vaultRetainOnDelete are not
-// orphans), and all of them when the audit could not read everything.
+// drills left, each after a DryRun of its deletion, and records in rep what it deleted and what
+// it refused and why. The report's orphans are only those the orphan rule found no record can
+// name and nothing keeps; it deletes none of them when the audit could not read everything.
 func DeleteOrphans(ctx context.Context, clients cli.Clients, w World, rep *Report) {
 	creds := map[string]ec2api.Credentials{}
 	for _, s := range w.Snapshots {
@@ -36,12 +36,9 @@ func DeleteOrphans(ctx context.Context, clients cli.Clients, w World, rep *Repor
 	for _, g := range rep.Orphans {
 		for _, o := range g.Orphans {
 			d := Deletion{ID: o.ID, Region: o.Region}
-			switch {
-			case len(rep.Problems) > 0:
+			if len(rep.Problems) > 0 {
 				d.Why = "the audit could not read everything (see below): nothing is deleted until it can"
-			case o.Refusal != "":
-				d.Why = o.Refusal
-			default:
+			} else {
 				d.Deleted, d.Why = deleteOne(ctx, clients, creds[o.Region+"/"+o.ID], o)
 			}
 			rep.Deletions = append(rep.Deletions, d)

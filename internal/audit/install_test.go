@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
@@ -32,7 +34,8 @@ func TestSnapshotterTagsTheInstall(t *testing.T) {
 				return audittest.NewEC2(w.Srv.URL, region, audittest.SourceProfile), nil
 			})
 			s.SetInstall(audittest.InstallA)
-			id, err := s.CreateSnapshot(w.Ctx, w.Vols[0], map[string]string{model.TagBackup: "gone", model.TagPV: "pv-1"})
+			// Velero passes the backup's name, the PV and the backup's labels, its storage location's among them.
+			id, err := s.CreateSnapshot(w.Ctx, w.Vols[0], map[string]string{model.TagBackup: "gone", model.TagPV: "pv-1", velerov1.StorageLocationLabel: audittest.BSLName})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,17 +19,26 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/objectstore"
 )
 
 // resolveBackupName names the Backup the audit asks the Resolver about: one naming only the
 // location audited.
 const resolveBackupName = "velero-async-audit"
 
+// Stores reads what Velero keeps in a backup storage location's object storage
+// (*objectstore.Reader): the backups it holds, and a backup's record of its native snapshots
+// (objectstore.ErrNoRecord when it holds none).
+type Stores interface {
+	Backups(ctx context.Context, bsl *velerov1.BackupStorageLocation) ([]string, error)
+	VolumeSnapshots(ctx context.Context, bsl *velerov1.BackupStorageLocation, backup string) ([]RecordedSnapshot, error)
+}
+
 // Auditor reads what an audit judges. Its fields are the narrow ports it reads through.
 type Auditor struct {
 	// Kube reads Velero's objects and the cluster's identity.
 	Kube     client.Reader
-	Records  Records
+	Stores   Stores
 	Resolver cli.Resolver
 	Clients  cli.Clients
 	Clock    clock.PassiveClock
@@ -49,35 +59,19 @@ func (a *Auditor) Run(ctx context.Context, only string, opts Options, deleteOrph
 	return rep, nil
 }
 
-// place is where the audit lists snapshots: one kind, credentials and region.
-type place struct {
-	kind   Kind
-	creds  ec2api.Credentials
-	region string
-	// location names the location it was found through, for messages.
-	location string
-}
-
-// Read reads the World of the plugin's locations, or only the one named.
+// Read reads the World of the plugin's locations, auditing every one or only the one named.
 func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
-	w := World{Now: a.Clock.Now(), Records: map[string]Record{}}
+	w := World{Now: a.Clock.Now(), Only: only, Stored: map[string]Stored{}, Records: map[string]Record{}}
 	var vsls velerov1.VolumeSnapshotLocationList
 	if err := a.Kube.List(ctx, &vsls, client.InNamespace(a.Namespace)); err != nil {
 		return w, fmt.Errorf("listing the VolumeSnapshotLocations in namespace %s: %w", a.Namespace, err)
 	}
 	for _, v := range vsls.Items {
-		if v.Spec.Provider != a.Provider || only != "" && v.Name != only {
-			continue
+		if v.Spec.Provider == a.Provider {
+			w.Locations = append(w.Locations, a.location(ctx, v))
 		}
-		l := Location{Name: v.Name}
-		cfg, err := model.ParseConfig(v.Spec.Config)
-		if err != nil {
-			l.Err = err.Error()
-		}
-		l.Config = cfg
-		w.Locations = append(w.Locations, l)
 	}
-	if len(w.Locations) == 0 {
+	if !slices.ContainsFunc(w.Locations, func(l Location) bool { return only == "" || l.Name == only }) {
 		return w, fmt.Errorf("no VolumeSnapshotLocation of provider %s%s in namespace %s", a.Provider, named(only), a.Namespace)
 	}
 	sort.Slice(w.Locations, func(i, j int) bool { return w.Locations[i].Name < w.Locations[j].Name })
@@ -94,35 +88,153 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 		}
 	}
 	w.Backups, w.Schedules, w.StorageLocations = backups.Items, schedules.Items, bsls.Items
+	a.readStores(ctx, &w)
+	a.readPlaces(ctx, &w)
+	return w, nil
+}
+
+// location reads v's config and the credentials the item actions use for it.
+func (a *Auditor) location(ctx context.Context, v velerov1.VolumeSnapshotLocation) Location {
+	l := Location{Name: v.Name}
+	cfg, err := model.ParseConfig(v.Spec.Config)
+	l.Config = cfg
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: resolveBackupName},
+		Spec: velerov1.BackupSpec{VolumeSnapshotLocations: []string{v.Name}}}
+	choice, err := a.Resolver.ForBackup(ctx, backup, "")
+	if err == nil && (len(choice.Locations) == 0 || choice.Locations[0].Name != v.Name) {
+		err = fmt.Errorf("its credentials cannot be read: %s", choice.Note)
+	}
+	if err != nil {
+		l.Err = err.Error()
+		return l
+	}
+	l.Creds, l.VaultCreds = choice.Locations[0].Credentials, choice.Locations[0].Vault
+	return l
+}
+
+// readStores lists the backups of every storage location, and reads the record of each backup
+// of the cluster that may have one, from its storage location.
+func (a *Auditor) readStores(ctx context.Context, w *World) {
+	bsls := map[string]*velerov1.BackupStorageLocation{}
+	for i := range w.StorageLocations {
+		bsl := &w.StorageLocations[i]
+		bsls[bsl.Name] = bsl
+		names, err := a.Stores.Backups(ctx, bsl)
+		st := Stored{Backups: names}
+		if err != nil {
+			st.Err = err.Error()
+		}
+		w.Stored[bsl.Name] = st
+	}
 	for i := range w.Backups {
 		b := &w.Backups[i]
 		if b.Status.VolumeSnapshotsAttempted == 0 || !recorded(b.Status.Phase) {
 			continue
 		}
-		snaps, err := a.Records.VolumeSnapshots(ctx, b)
+		bsl, ok := bsls[b.Spec.StorageLocation]
+		if !ok {
+			w.Records[b.Name] = Record{Err: fmt.Sprintf("its storage location %s is not in the cluster", b.Spec.StorageLocation)}
+			continue
+		}
+		snaps, err := a.Stores.VolumeSnapshots(ctx, bsl, b.Name)
 		rec := Record{Snapshots: snaps}
-		if err != nil {
-			rec.Err = err.Error()
+		switch {
+		case errors.Is(err, objectstore.ErrNoRecord) && b.Status.Phase == velerov1.BackupPhaseFailed:
+			// A backup that failed before Velero recorded its snapshots: it records none.
+		case err != nil:
+			rec.Err = fmt.Sprintf("storage location %s: %v", bsl.Name, err)
 		}
 		w.Records[b.Name] = rec
 	}
-	for _, p := range a.places(ctx, w.Locations, &w) {
-		snaps, vols, err := a.listPlace(ctx, p)
-		if err != nil {
-			w.Unread = append(w.Unread, fmt.Sprintf("%s (location %s, %s): %v", placeName(p.kind, "", p.region), p.location, p.creds, err))
+}
+
+// recorded reports whether a backup in phase has a record to read: Velero writes it once the
+// item phase is over (a deletion removes it last).
+func recorded(phase velerov1.BackupPhase) bool {
+	switch phase {
+	case "", velerov1.BackupPhaseNew, velerov1.BackupPhaseInProgress, velerov1.BackupPhaseFailedValidation, velerov1.BackupPhaseDeleting:
+		return false
+	}
+	return true
+}
+
+func named(only string) string {
+	if only == "" {
+		return ""
+	}
+	return " named " + only
+}
+
+// place is where the audit lists snapshots: one kind, credentials and region.
+type place struct {
+	kind   Kind
+	creds  ec2api.Credentials
+	region string
+	// location names the location it was found through; account the vault account it names.
+	location, account string
+}
+
+// key identifies a place: a copy region may be another location's region.
+func (p place) key() string { return fmt.Sprintf("%s|%s|%s", ownOrVault(p.kind), p.creds, p.region) }
+
+// readPlaces lists the snapshots of every place the audited locations keep them in, then of
+// every place their sources asked for a copy in that none of them names now (a config changed
+// since), with the credentials of a location that reaches it.
+func (a *Auditor) readPlaces(ctx context.Context, w *World) {
+	done := map[string]bool{}
+	read := func(places []place) {
+		for _, p := range places {
+			if p.region == "" || done[p.key()] {
+				continue
+			}
+			done[p.key()] = true
+			pr := PlaceRead{Kind: ownOrVault(p.kind), Creds: p.creds, Region: p.region, Location: p.location, Account: p.account}
+			snaps, vols, err := a.listPlace(ctx, p)
+			if err != nil {
+				pr.Err = err.Error()
+			}
+			w.Places = append(w.Places, pr)
+			w.Snapshots = append(w.Snapshots, snaps...)
+			w.DrillVolumes = append(w.DrillVolumes, vols...)
+		}
+	}
+	var first []place
+	for _, l := range w.Locations {
+		if l.Err != "" || w.Only != "" && l.Name != w.Only {
 			continue
 		}
-		w.Snapshots = append(w.Snapshots, snaps...)
-		w.DrillVolumes = append(w.DrillVolumes, vols...)
-		w.Read = append(w.Read, Place{Kind: ownOrVault(p.kind), Region: p.region})
+		first = append(first, place{kind: KindSource, creds: l.Creds, region: l.Config.Region, location: l.Name},
+			place{kind: KindCopy, creds: l.Creds, region: l.Config.CopyToRegion, location: l.Name})
+		if v := l.Config.Vault; v.Enabled() && l.VaultCreds != nil {
+			first = append(first, place{kind: KindVault, creds: *l.VaultCreds, region: v.Region, location: l.Name, account: v.AccountID})
+		}
 	}
+	read(first)
+	var asked []place
+	for _, s := range w.Snapshots {
+		if s.Kind != KindSource {
+			continue
+		}
+		asked = append(asked, place{kind: KindCopy, creds: s.Creds, region: s.Tags[model.TagCopyToRegion], location: s.Location})
+		if acct := s.Tags[model.TagVaultAccount]; acct != "" {
+			for _, l := range w.Locations {
+				if l.Err == "" && l.Config.Vault.AccountID == acct && l.VaultCreds != nil {
+					asked = append(asked, place{kind: KindVault, creds: *l.VaultCreds, region: s.Tags[model.TagVaultRegion], location: l.Name, account: acct})
+				}
+			}
+		}
+	}
+	read(asked)
 	w.Snapshots, w.DrillVolumes = oncePerSnapshot(w.Snapshots), oncePerVolume(w.DrillVolumes)
-	return w, nil
 }
 
 // oncePerSnapshot keeps one listing of each snapshot that two places reached (a location
 // restoring from the vault reaches the vault's region with the vault's credentials): the one
-// with its lock (read in the vault's place), else the first.
+// with its lock, else the first.
 func oncePerSnapshot(snaps []Snapshot) []Snapshot {
 	at := map[string]int{}
 	var out []Snapshot
@@ -150,76 +262,19 @@ func oncePerVolume(vols []DrillVolume) []DrillVolume {
 	})
 }
 
-// recorded reports whether a backup in phase has a record to read: Velero writes it once the
-// item phase is over, and removes it while deleting the backup.
-func recorded(phase velerov1.BackupPhase) bool {
-	switch phase {
-	case "", velerov1.BackupPhaseNew, velerov1.BackupPhaseInProgress, velerov1.BackupPhaseFailedValidation, velerov1.BackupPhaseDeleting:
-		return false
-	}
-	return true
-}
-
-func named(only string) string {
-	if only == "" {
-		return ""
-	}
-	return " named " + only
-}
-
-// places lists, without repeats, where the locations keep sources, copies and vault copies,
-// with the credentials the item actions use there.
-func (a *Auditor) places(ctx context.Context, locs []Location, w *World) []place {
-	seen := map[string]bool{}
-	var out []place
-	add := func(p place) {
-		key := fmt.Sprintf("%s|%s|%s", ownOrVault(p.kind), p.creds, p.region) // a copy region may be another location's region
-		if p.region != "" && !seen[key] {
-			seen[key] = true
-			out = append(out, p)
-		}
-	}
-	for _, l := range locs {
-		if l.Err != "" {
-			w.Unread = append(w.Unread, fmt.Sprintf("location %s: %s", l.Name, l.Err))
-			continue
-		}
-		backup := &velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: resolveBackupName},
-			Spec: velerov1.BackupSpec{VolumeSnapshotLocations: []string{l.Name}}}
-		choice, err := a.Resolver.ForBackup(ctx, backup, "")
-		if err == nil && (len(choice.Locations) == 0 || choice.Locations[0].Name != l.Name) {
-			err = fmt.Errorf("its credentials cannot be read: %s", choice.Note)
-		}
-		if err != nil {
-			w.Unread = append(w.Unread, fmt.Sprintf("location %s: %v", l.Name, err))
-			continue
-		}
-		loc := choice.Locations[0]
-		add(place{kind: KindSource, creds: loc.Credentials, region: l.Config.Region, location: l.Name})
-		add(place{kind: KindCopy, creds: loc.Credentials, region: l.Config.CopyToRegion, location: l.Name})
-		if l.Config.Vault.Enabled() && loc.Vault != nil {
-			add(place{kind: KindVault, creds: *loc.Vault, region: l.Config.Vault.Region, location: l.Name})
-		}
-	}
-	return out
-}
-
 // listPlace lists the snapshots of p's account in p's region that carry Velero's backup tag,
-// with their locks in a vault, and the drills' volumes in a location's own account.
+// with their locks where any is a vault copy, and the drills' volumes in a location's own
+// account.
 func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, []DrillVolume, error) {
 	c, err := a.Clients.Client(ctx, p.region, p.creds)
 	if err != nil {
 		return nil, nil, err
 	}
-	locks := map[string]*Lock{}
 	var vols []DrillVolume
-	if p.kind == KindVault {
-		locks, err = listLocks(ctx, c)
-	} else {
-		vols, err = ListDrillVolumes(ctx, c, p.region, p.creds)
-	}
-	if err != nil {
-		return nil, nil, err
+	if p.kind != KindVault {
+		if vols, err = ListDrillVolumes(ctx, c, p.region, p.creds); err != nil {
+			return nil, nil, err
+		}
 	}
 	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(describePage),
 		Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{model.TagBackup}}}}
@@ -230,7 +285,16 @@ func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, []DrillVo
 			return nil, nil, err
 		}
 		for _, s := range page.Snapshots {
-			out = append(out, snapshotOf(s, p, locks))
+			out = append(out, snapshotOf(s, p))
+		}
+	}
+	if slices.ContainsFunc(out, func(s Snapshot) bool { return s.Kind == KindVault }) {
+		locks, err := listLocks(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range out {
+			out[i].Lock = locks[out[i].ID]
 		}
 	}
 	return out, vols, nil
@@ -239,23 +303,21 @@ func (a *Auditor) listPlace(ctx context.Context, p place) ([]Snapshot, []DrillVo
 // snapshotOf is s as the audit keeps it: a snapshot in the vault account, or one naming the
 // account it was copied from (a location restoring from the vault reads the vault copies as its
 // own account's), is a vault copy; another copy in the location's account is a copy.
-func snapshotOf(s types.Snapshot, p place, locks map[string]*Lock) Snapshot {
+func snapshotOf(s types.Snapshot, p place) Snapshot {
 	tags := map[string]string{}
 	for _, t := range s.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	kind := p.kind
+	kind := KindSource
 	switch {
-	case kind == KindVault || tags[model.TagSourceAccount] != "":
+	case p.kind == KindVault || tags[model.TagSourceAccount] != "":
 		kind = KindVault
 	case tags[model.TagSourceSnapshotID] != "":
 		kind = KindCopy
-	default:
-		kind = KindSource
 	}
 	out := Snapshot{ID: aws.ToString(s.SnapshotId), Account: aws.ToString(s.OwnerId), Region: p.region, Kind: kind,
 		State: string(s.State), Started: aws.ToTime(s.StartTime), Completed: aws.ToTime(s.CompletionTime),
-		Tier: string(s.StorageTier), Tags: tags, Lock: locks[aws.ToString(s.SnapshotId)], Creds: p.creds}
+		Tier: string(s.StorageTier), Tags: tags, Location: p.location, Creds: p.creds}
 	if s.FullSnapshotSizeInBytes != nil {
 		out.Bytes, out.Exact = *s.FullSnapshotSizeInBytes, true
 	} else {
@@ -271,7 +333,7 @@ func listLocks(ctx context.Context, c ec2api.EC2) (map[string]*Lock, error) {
 	for {
 		out, err := c.DescribeLockedSnapshots(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("listing the locked snapshots: %w", err)
+			return nil, fmt.Errorf("listing the locked snapshots, which a vault copy here may be (allow ec2:DescribeLockedSnapshots to these credentials): %w", err)
 		}
 		for _, l := range out.Snapshots {
 			locks[aws.ToString(l.SnapshotId)] = &Lock{Mode: lockMode(l.LockState), State: string(l.LockState), Until: aws.ToTime(l.LockExpiresOn)}

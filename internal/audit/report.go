@@ -22,8 +22,12 @@ type Report struct {
 	Orphans []OrphanGroup `json:"orphans"`
 	// DrillLeftovers are the volumes interrupted drills of this install left.
 	DrillLeftovers []DrillVolume `json:"drillLeftovers,omitempty"`
-	// Kept are snapshots whose backup is gone but which the location's config keeps.
+	// Kept are snapshots no backup needs that a lock or vaultRetainOnDelete keeps: not
+	// findings, never deleted.
 	Kept []Orphan `json:"kept,omitempty"`
+	// Unjudged are this install's snapshots no record read names whose need could not be
+	// judged (Why says what it rests on that was not read or is in doubt): never deleted.
+	Unjudged []Orphan `json:"unjudged,omitempty"`
 	// Unknown are snapshots no backup of this cluster needs, taken by a release that did not
 	// tag the install: never called orphans, never deleted.
 	Unknown []Orphan `json:"unknownInstall,omitempty"`
@@ -46,9 +50,12 @@ type BackupLine struct {
 	Places []PlaceCount `json:"places"`
 	Bytes  int64        `json:"bytes"`
 	// AsksCopies says whether the backup asked for any copy; DRReady whether every copy it
-	// asked for is completed, since ReadySince.
+	// asked for was read completed, since ReadySince. DRUnknown, when set, says which places
+	// could not be read, while no place read tells it not ready: whether it is DR-ready is
+	// unknown.
 	AsksCopies bool      `json:"asksCopies"`
 	DRReady    bool      `json:"drReady"`
+	DRUnknown  string    `json:"drUnknown,omitempty"`
 	ReadySince time.Time `json:"readySince,omitzero"`
 	// Findings say what is wrong, each with its fix.
 	Findings []string `json:"findings,omitempty"`
@@ -66,8 +73,8 @@ type PlaceCount struct {
 	Pending   int    `json:"pending"`
 	Missing   int    `json:"missing"`
 	Error     int    `json:"error"`
-	// Unaudited says the place was not read from this cluster (no location of it reaches it).
-	Unaudited bool `json:"unaudited,omitempty"`
+	// Unread, when set, says why the place was not read: its counts say nothing.
+	Unread string `json:"unread,omitempty"`
 	// Locked counts the copies under a lock, LockMode their mode and LockedUntil the earliest
 	// end of their locks; LocksAsked the copies whose source asked for one.
 	Locked      int       `json:"locked,omitempty"`
@@ -90,6 +97,8 @@ type RecoveryPoint struct {
 	Interval cli.Seconds `json:"intervalSeconds,omitempty"`
 	Stale    bool        `json:"stale"`
 	Finding  string      `json:"finding,omitempty"`
+	// Unknown, when set, says why the recovery point could not be told.
+	Unknown string `json:"unknown,omitempty"`
 }
 
 // OrphanGroup is the orphans naming one backup.
@@ -112,8 +121,8 @@ type Orphan struct {
 	Tier    string      `json:"tier"`
 	// MonthlyCost is the estimated storage cost in USD per month (Prices).
 	MonthlyCost float64 `json:"monthlyCostUSD"`
-	// Refusal, when set, says why --delete-orphans does not delete it.
-	Refusal string `json:"refusal,omitempty"`
+	// KeptBy, for a kept snapshot, says what keeps it.
+	KeptBy string `json:"keptBy,omitempty"`
 }
 
 // Deletion is what --delete-orphans did with one orphan.
@@ -188,8 +197,11 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "\nRecovery points\n")
 		for _, p := range r.RecoveryPoints {
 			mark := "✓"
-			if p.Finding != "" {
+			switch {
+			case p.Finding != "":
 				mark = "✗"
+			case p.Unknown != "":
+				mark = "?"
 			}
 			fmt.Fprintf(tw, "  %s %s\t%s\t%s\n", mark, p.Schedule, p.Place, pointText(p))
 		}
@@ -208,8 +220,14 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 	}
 	if len(r.Kept) > 0 {
-		fmt.Fprintf(tw, "\nKept by the location's config after their backup was deleted (%d)\n", len(r.Kept))
+		fmt.Fprintf(tw, "\nKept though no backup needs them, by a lock or vaultRetainOnDelete (%d; not findings, never deleted)\n", len(r.Kept))
 		for _, o := range r.Kept {
+			writeOrphan(tw, o)
+		}
+	}
+	if len(r.Unjudged) > 0 {
+		fmt.Fprintf(tw, "\nNot judged: no record read names them, but what would prove them unneeded was not read (%d; never deleted)\n", len(r.Unjudged))
+		for _, o := range r.Unjudged {
 			writeOrphan(tw, o)
 		}
 	}
@@ -243,8 +261,8 @@ func (r Report) WriteText(w io.Writer) error {
 
 func writeOrphan(w io.Writer, o Orphan) {
 	fmt.Fprintf(w, "    %s %s\t%s %s\t%s old\t%s\t$%.2f/month\t%s\n", o.Kind, o.ID, o.Account, o.Region, age(o.Age.Duration()), gib(o.Bytes), o.MonthlyCost, o.Why)
-	if o.Refusal != "" {
-		fmt.Fprintf(w, "      not deleted: %s\n", o.Refusal)
+	if o.KeptBy != "" {
+		fmt.Fprintf(w, "      kept: %s\n", o.KeptBy)
 	}
 }
 
@@ -256,13 +274,15 @@ func readiness(b BackupLine, now time.Time) string {
 		return fmt.Sprintf("DR-ready for %s (since %s)", age(now.Sub(b.ReadySince)), b.ReadySince.UTC().Format(time.RFC3339))
 	case b.DRReady:
 		return "DR-ready"
+	case b.DRUnknown != "":
+		return "DR-ready unknown"
 	}
 	return "not DR-ready"
 }
 
 func placeText(p PlaceCount) string {
-	if p.Unaudited {
-		return "not audited: no location of this cluster reaches it"
+	if p.Unread != "" {
+		return "unknown: " + p.Unread
 	}
 	parts := []string{fmt.Sprintf("%d completed", p.Completed)}
 	for _, c := range []struct {
@@ -280,6 +300,9 @@ func placeText(p PlaceCount) string {
 }
 
 func pointText(p RecoveryPoint) string {
+	if p.Unknown != "" {
+		return "unknown: " + p.Unknown
+	}
 	s := "no DR-ready backup"
 	if p.Backup != "" {
 		s = fmt.Sprintf("%s, %s old", p.Backup, age(p.Age.Duration()))

@@ -3,10 +3,12 @@ package audit
 import (
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/objectstore"
 )
 
 // Kind says what a snapshot is to a backup: the source Velero recorded, its copy in
@@ -20,7 +22,8 @@ const (
 	KindVault  Kind = "vault"
 )
 
-// ownOrVault is the Place kind of a place of kind k.
+// ownOrVault is the place kind of a snapshot of kind k: a region of a location's own account
+// holds sources and copies alike.
 func ownOrVault(k Kind) Kind {
 	if k == KindVault {
 		return KindVault
@@ -39,43 +42,66 @@ func placeName(kind Kind, account, region string) string {
 	return "sources in " + region
 }
 
-// World is what one audit read: the cluster's Velero objects, Velero's record of each backup's
-// snapshots, and the snapshots of every place the locations keep them. It classifies nothing.
+// World is what one audit read: the cluster's Velero objects, what each backup storage location
+// holds, Velero's record of each backup's snapshots, and the snapshots of every place the
+// locations keep them. It classifies nothing.
 type World struct {
 	// Now is when the read began.
 	Now time.Time
 	// Install is this install's identity (ebs.TagInstall); "" when it could not be read, and
 	// InstallErr says why.
 	Install, InstallErr string
-	Locations           []Location
-	Backups             []velerov1.Backup
-	Schedules           []velerov1.Schedule
-	StorageLocations    []velerov1.BackupStorageLocation
-	// Records are Velero's record of each backup's native snapshots, by backup name.
+	// Only is the location --location names; "" audits every one.
+	Only string
+	// Locations are every VolumeSnapshotLocation of the plugin, audited or not: whichever
+	// location reads a vault copy, any location's config may keep it (vaultRetainOnDelete).
+	Locations        []Location
+	Backups          []velerov1.Backup
+	Schedules        []velerov1.Schedule
+	StorageLocations []velerov1.BackupStorageLocation
+	// Stored is what each storage location's object storage holds, by its name.
+	Stored map[string]Stored
+	// Records are Velero's record of each backup's native snapshots, by backup name, read from
+	// the backup's storage location for the backups of the cluster that have one.
 	Records map[string]Record
 	// Snapshots are those of every place read, carrying Velero's backup tag.
 	Snapshots []Snapshot
 	// DrillVolumes are the drills' volumes in the regions of the locations' own accounts.
 	DrillVolumes []DrillVolume
-	// Read are the places whose snapshots were listed: KindSource for a region of a location's
-	// own account (sources and copies alike), KindVault for a vault account's region.
-	Read []Place
-	// Unread are the places (or other parts) that could not be read, with why.
-	Unread []string
+	// Places are the places the audit listed, or tried to.
+	Places []PlaceRead
 }
 
-// Place is a region of a location's own account (Kind KindSource) or of its vault account
-// (KindVault).
-type Place struct {
-	Kind   Kind
-	Region string
+// Stored is the backups a storage location's object storage holds, by name; Err says why they
+// could not be listed.
+type Stored struct {
+	Backups []string
+	Err     string
 }
 
-// Location is one VolumeSnapshotLocation of the plugin, its config parsed.
+// Location is one VolumeSnapshotLocation of the plugin, its config parsed, with the credentials
+// the item actions use for it.
 type Location struct {
 	Name   string
 	Config model.Config
-	// Err, when set, says why the config could not be parsed.
+	// Err, when set, says why its config or its credentials could not be read.
+	Err string
+	// Creds are its own account's credentials; VaultCreds its vault account's, nil without a
+	// vault.
+	Creds      ec2api.Credentials
+	VaultCreds *ec2api.Credentials
+}
+
+// PlaceRead is one place the audit listed snapshots in: a region of a location's own account
+// (Kind KindSource) or of its vault account (KindVault), with the credentials it was read with.
+type PlaceRead struct {
+	Kind   Kind
+	Creds  ec2api.Credentials
+	Region string
+	// Location names the location it was read through; Account the vault account it names,
+	// for a vault place.
+	Location, Account string
+	// Err says why it could not be read.
 	Err string
 }
 
@@ -87,14 +113,7 @@ type Record struct {
 }
 
 // RecordedSnapshot is one snapshot Velero recorded for a backup.
-type RecordedSnapshot struct {
-	// ID is the snapshot ID CreateSnapshot returned; Location the VolumeSnapshotLocation.
-	ID, Location, PV string
-	// VolumeType, VolumeAZ and VolumeIOPS are the backed-up volume's, which a restore passes
-	// to CreateVolumeFromSnapshot.
-	VolumeType, VolumeAZ string
-	VolumeIOPS           *int64
-}
+type RecordedSnapshot = objectstore.RecordedSnapshot
 
 // Snapshot is one snapshot or copy as EC2 described it, in the place it was read.
 type Snapshot struct {
@@ -110,10 +129,13 @@ type Snapshot struct {
 	// Tier is EC2's storage tier: standard or archive.
 	Tier string
 	Tags map[string]string
-	// Lock is the snapshot's lock, nil when it has none.
+	// Lock is the snapshot's lock, nil when it has none (read in every place that holds a
+	// vault copy).
 	Lock *Lock
-	// Creds are the credentials it was read with, which a deletion uses.
-	Creds ec2api.Credentials `json:"-"`
+	// Location is the location it was read through; Creds the credentials, which a deletion
+	// uses.
+	Location string             `json:"-"`
+	Creds    ec2api.Credentials `json:"-"`
 }
 
 // Lock is a snapshot lock as EC2 described it.
@@ -124,4 +146,4 @@ type Lock struct {
 }
 
 // Held reports whether the lock still prevents a deletion.
-func (l *Lock) Held() bool { return l != nil && l.State != "expired" }
+func (l *Lock) Held() bool { return l != nil && model.Locked(types.LockState(l.State)) }

@@ -6,6 +6,9 @@ package audittest
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +29,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/objectstore"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 )
@@ -70,11 +74,18 @@ var (
 	}
 )
 
-// SimClients reaches the simulator with the access key of a credentials' profile.
-type SimClients struct{ url string }
+// SimClients reaches the simulator with the access key of a credentials' profile, but in the
+// regions down.
+type SimClients struct {
+	url  string
+	down map[string]bool
+}
 
 // Client is a client of region signing with creds' profile's access key.
 func (c SimClients) Client(_ context.Context, region string, creds ec2api.Credentials) (ec2api.EC2, error) {
+	if c.down[region] {
+		return nil, fmt.Errorf("dial tcp: connection refused (region %s is down)", region)
+	}
 	return NewEC2(c.url, region, creds.Profile), nil
 }
 
@@ -85,12 +96,42 @@ func NewEC2(url, region, profile string) *ec2.Client {
 		Credentials: credentials.NewStaticCredentialsProvider(k.AccessKeyID, k.SecretAccessKey, "")})
 }
 
-// Records is Velero's record of each backup, as object storage would answer.
+// Records is Velero's record of each backup, as object storage would answer: the backups the
+// storage location BSLName holds.
 type Records map[string][]audit.RecordedSnapshot
 
-// VolumeSnapshots returns the backup's record.
+// VolumeSnapshots returns the backup's record, as a DownloadRequest would.
 func (r Records) VolumeSnapshots(_ context.Context, b *velerov1.Backup) ([]audit.RecordedSnapshot, error) {
 	return r[b.Name], nil
+}
+
+// Bucket is the storage location BSLName's object storage, as its plugin reads it: the world's
+// Records.
+type Bucket struct{ w *World }
+
+// Backups lists the backups the storage location holds: those of the world's Records.
+func (b Bucket) Backups(_ context.Context, bsl *velerov1.BackupStorageLocation) ([]string, error) {
+	if b.w.StoreErr != nil {
+		return nil, b.w.StoreErr
+	}
+	if bsl.Name != BSLName {
+		return []string{}, nil
+	}
+	names := make([]string, 0, len(b.w.Records))
+	for name := range b.w.Records {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// VolumeSnapshots returns a backup's record in the storage location.
+func (b Bucket) VolumeSnapshots(_ context.Context, bsl *velerov1.BackupStorageLocation, name string) ([]audit.RecordedSnapshot, error) {
+	rec, ok := b.w.Records[name]
+	if !ok || rec == nil || bsl.Name != BSLName {
+		return nil, objectstore.ErrNoRecord
+	}
+	return rec, nil
 }
 
 // World is the simulator, a cluster's Kubernetes objects and Velero's records.
@@ -103,6 +144,12 @@ type World struct {
 	// last one's copies ending in error.
 	Records Records
 	Vols    []string
+	// earlierVol is EarlierBackup's volume.
+	earlierVol string
+	// StoreErr, when set, is what listing a storage location answers.
+	StoreErr error
+	// Down are the regions that do not answer the audit.
+	Down    map[string]bool
 	objects []client.Object
 	kube    client.Client
 }
@@ -138,21 +185,30 @@ func New(t *testing.T, opts ...Option) *World {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	w := &World{T: t, Ctx: context.Background(), Srv: srv, Clock: clock, Records: Records{}}
-	w.Vols = srv.Sim.AddVolumesTo(SourceAccount, SourceRegion,
-		ec2sim.VolumeSpec{SizeGiB: VolumeGiB}, ec2sim.VolumeSpec{SizeGiB: VolumeGiB}, ec2sim.VolumeSpec{ID: ErrorCopyVolume, SizeGiB: VolumeGiB})
+	w := &World{T: t, Ctx: context.Background(), Srv: srv, Clock: clock, Records: Records{}, Down: map[string]bool{}}
+	vols := srv.Sim.AddVolumesTo(SourceAccount, SourceRegion,
+		ec2sim.VolumeSpec{SizeGiB: VolumeGiB}, ec2sim.VolumeSpec{SizeGiB: VolumeGiB}, ec2sim.VolumeSpec{ID: ErrorCopyVolume, SizeGiB: VolumeGiB},
+		ec2sim.VolumeSpec{SizeGiB: VolumeGiB})
+	w.Vols, w.earlierVol = vols[:3], vols[3]
 	return w
 }
 
+// EarlierBackup is a backup of the cluster's install that its storage location holds and the
+// cluster has not synced, with a snapshot of a volume of its own: a storage location that lists
+// no backup this install's snapshots name proves nothing absent.
+const EarlierBackup = "earlier"
+
 // Cluster puts the objects of a cluster whose kube-system has uid: the location (config), the
-// storage location, Available.
+// storage location, Available, and EarlierBackup in the storage location.
 func (w *World) Cluster(uid string, config map[string]string) {
+	w.T.Helper()
 	w.Put(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: k8stypes.UID(uid)}},
 		&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: VeleroNS, Name: VSLName},
 			Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider, Config: config}},
 		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: VeleroNS, Name: BSLName},
 			Status: velerov1.BackupStorageLocationStatus{Phase: velerov1.BackupStorageLocationPhaseAvailable}})
+	w.Stored(EarlierBackup, w.Take(EarlierBackup, w.earlierVol, Outcome{Install: location.InstallIdentity(uid, VeleroNS), Copy: "missing", Vault: "missing"}))
 }
 
 // Outcome is how one volume's snapshot and copies end.
@@ -165,6 +221,8 @@ type Outcome struct {
 	Unlocked, Retained bool
 	// recorded is TagRecorded (default "returned").
 	Recorded string
+	// StorageLocation is the storage location its backup names (default BSLName).
+	StorageLocation string
 }
 
 // Taken is one volume's snapshots in a backup.
@@ -176,7 +234,7 @@ func (w *World) Take(backup, vol string, o Outcome) Taken {
 	w.T.Helper()
 	src := NewEC2(w.Srv.URL, SourceRegion, SourceProfile)
 	tags := map[string]string{
-		model.TagBackup: backup, model.TagPV: "pv-" + vol, velerov1.StorageLocationLabel: BSLName,
+		model.TagBackup: backup, model.TagPV: "pv-" + vol, velerov1.StorageLocationLabel: cmp.Or(o.StorageLocation, BSLName),
 		model.TagVolumeType: "gp3", model.TagRecorded: cmp.Or(o.Recorded, "returned"),
 		model.TagCopyToRegion: CopyRegion, model.TagVaultAccount: VaultAccount, model.TagVaultRegion: CopyRegion,
 		model.TagVaultLock: "governance:7",
@@ -220,8 +278,10 @@ func (w *World) Take(backup, vol string, o Outcome) Taken {
 			w.T.Fatal(err)
 		}
 		v := NewEC2(w.Srv.URL, CopyRegion, VaultProfile)
+		vaultTags := maps.Clone(copyTags) // as the plugin tags a vault copy
+		vaultTags[model.TagSourceAccount], vaultTags[model.TagVaultLock] = SourceAccount, tags[model.TagVaultLock]
 		out, err := v.CopySnapshot(w.Ctx, &ec2.CopySnapshotInput{SourceSnapshotId: aws.String(t.Source), SourceRegion: aws.String(SourceRegion),
-			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(copyTags)}}})
+			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: tagList(vaultTags)}}})
 		if err != nil {
 			w.T.Fatal(err)
 		}
@@ -253,10 +313,18 @@ func (w *World) Backup(name, schedule string, started time.Time, phase velerov1.
 		Status: velerov1.BackupStatus{Phase: phase, StartTimestamp: &metav1.Time{Time: started},
 			CompletionTimestamp: &metav1.Time{Time: done}, VolumeSnapshotsAttempted: len(snaps), VolumeSnapshotsCompleted: len(snaps)},
 	})
+	w.Stored(name, snaps...)
+}
+
+// Stored puts a backup's record in the storage location BSLName, naming the sources of snaps,
+// without its Backup in the cluster (a backup Velero's sync has not brought in).
+func (w *World) Stored(name string, snaps ...Taken) {
+	rec := []audit.RecordedSnapshot{}
 	for _, s := range snaps {
-		w.Records[name] = append(w.Records[name], audit.RecordedSnapshot{ID: s.Source, Location: VSLName, PV: "pv-" + s.Volume,
+		rec = append(rec, audit.RecordedSnapshot{ID: s.Source, Location: VSLName, PV: "pv-" + s.Volume,
 			VolumeType: "gp3", VolumeAZ: SourceRegion + "a"})
 	}
+	w.Records[name] = append(w.Records[name], rec...)
 }
 
 // Put puts objects in the cluster.
@@ -282,7 +350,7 @@ func (w *World) Kube() client.Client {
 }
 
 // Clients reach the simulator with the access key of a credentials' profile.
-func (w *World) Clients() SimClients { return SimClients{url: w.Srv.URL} }
+func (w *World) Clients() SimClients { return SimClients{url: w.Srv.URL, down: w.Down} }
 
 // Resolver finds the locations' credentials in the cluster.
 func (w *World) Resolver() *location.Resolver {
@@ -292,19 +360,36 @@ func (w *World) Resolver() *location.Resolver {
 // Auditor is an Auditor of the cluster.
 func (w *World) Auditor() *audit.Auditor {
 	return &audit.Auditor{
-		Kube: w.Kube(), Records: w.Records, Resolver: w.Resolver(), Clients: w.Clients(), Clock: w.Clock,
+		Kube: w.Kube(), Stores: Bucket{w: w}, Resolver: w.Resolver(), Clients: w.Clients(), Clock: w.Clock,
 		Namespace: VeleroNS, Provider: location.DefaultProvider,
 	}
 }
 
-// Audit runs the audit, deleting orphans when del.
+// Audit runs the audit of every location, deleting orphans when del.
 func (w *World) Audit(del bool) audit.Report {
 	w.T.Helper()
-	rep, err := w.Auditor().Run(w.Ctx, "", audit.DefaultOptions(), del)
+	return w.AuditOf("", del)
+}
+
+// AuditOf runs the audit of the location only ("" every one), deleting orphans when del.
+func (w *World) AuditOf(only string, del bool) audit.Report {
+	w.T.Helper()
+	rep, err := w.Auditor().Run(w.Ctx, only, audit.DefaultOptions(), del)
 	if err != nil {
 		w.T.Fatal(err)
 	}
 	return rep
+}
+
+// VaultRecoveryLocation is the location restoring from the vault that the README's recovery
+// setup makes: the vault's region, with the vault account's credentials.
+const VaultRecoveryLocation = "vault-recovery"
+
+// RestoreFromVault puts the location VaultRecoveryLocation.
+func (w *World) RestoreFromVault() {
+	w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: VeleroNS, Name: VaultRecoveryLocation},
+		Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider,
+			Config: map[string]string{model.ConfigRegion: CopyRegion, model.ConfigProfile: VaultProfile}}})
 }
 
 func tagList(m map[string]string) []types.Tag {

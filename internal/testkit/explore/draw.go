@@ -94,6 +94,7 @@ func drawSetup(t *rapid.T) setup {
 			s.vaultAccountID = strangerAccount
 		}
 	}
+	s.earlierBackup = rapid.IntRange(0, 3).Draw(t, "the bucket holds only this backup (0)") > 0
 	s.listingLag = rapid.SampledFrom(listingLags).Draw(t, "listing lag")
 	s.timeout = rapid.SampledFrom(timeouts).Draw(t, "item-operation timeout")
 	s.seed = rapid.Int64().Draw(t, "simulator seed")

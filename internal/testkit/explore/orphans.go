@@ -19,6 +19,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/objectstore"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
 )
@@ -115,8 +116,12 @@ func countOf(kinds []string, actor string) int {
 func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 	switch actor {
 	case actDeleteOrphans:
-		w.deleteOrphans(rapid.SampledFrom(append([]string{""}, w.drillLocations()...)).Draw(t, "audit --location (\"\": every one)"),
-			rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace"), rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0)
+		only := rapid.SampledFrom(append([]string{""}, w.drillLocations()...)).Draw(t, "audit --location (\"\": every one)")
+		grace := rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace")
+		available := rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0
+		w.listingMisread = rapid.IntRange(0, 5).Draw(t, "storage location pointing at another cluster's bucket (0)") == 0
+		w.deleteOrphans(only, grace, available)
+		w.listingMisread = false
 	case actTaggedForeign:
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
@@ -131,7 +136,7 @@ func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable boo
 	before := w.holdings()
 	c := w.cluster(bslAvailable)
 	clients := clusterClients{w: w, role: auditRole}
-	a := &audit.Auditor{Kube: c.kube, Records: c, Resolver: c.resolver, Clients: clients, Clock: w.clk,
+	a := &audit.Auditor{Kube: c.kube, Stores: bucket{w: w}, Resolver: c.resolver, Clients: clients, Clock: w.clk,
 		Namespace: veleroNamespace, Provider: model.VolumeSnapshotterName}
 	opts := audit.DefaultOptions()
 	opts.OrphanGrace = grace
@@ -369,12 +374,17 @@ func (w *world) backupObject() *velerov1.Backup {
 	return b
 }
 
-// VolumeSnapshots is Velero's record of the backup's snapshots: every snapshot a CreateSnapshot
-// returned, through this plugin's location or the upstream plugin's.
+// VolumeSnapshots is Velero's record of the backup's snapshots, as a DownloadRequest answers.
 func (c cluster) VolumeSnapshots(_ context.Context, b *velerov1.Backup) ([]audit.RecordedSnapshot, error) {
+	return c.w.record(b.Name), nil
+}
+
+// record is Velero's record of backup name's snapshots: every snapshot a CreateSnapshot
+// returned, through this plugin's location or the upstream plugin's.
+func (w *world) record(name string) []audit.RecordedSnapshot {
 	var out []audit.RecordedSnapshot
-	for _, op := range c.w.ops {
-		if op.snapshotID == "" || b.Name != backupName {
+	for _, op := range w.ops {
+		if op.snapshotID == "" || name != backupName {
 			continue
 		}
 		loc := locationName
@@ -383,7 +393,47 @@ func (c cluster) VolumeSnapshots(_ context.Context, b *velerov1.Backup) ([]audit
 		}
 		out = append(out, audit.RecordedSnapshot{ID: op.snapshotID, Location: loc, PV: op.pv, VolumeType: "gp3", VolumeAZ: sourceRegion + "a"})
 	}
-	return out, nil
+	return out
+}
+
+// bucket is the storage location's object storage as its plugin reads it: the backup's files
+// once its item phase is over, until a deletion succeeds, and, when the setup says so, those
+// of an earlier backup of this install's that the cluster has not synced. While the storage
+// location points at another cluster's bucket (listingMisread: a mistyped prefix), it lists
+// that cluster's backup, and holds no record of this install's.
+type bucket struct{ w *world }
+
+// earlierBackupName is a backup of this install's the bucket may hold besides the world's.
+const earlierBackupName = "nightly-earlier"
+
+// Backups lists the backups the bucket holds.
+func (b bucket) Backups(_ context.Context, bsl *velerov1.BackupStorageLocation) ([]string, error) {
+	switch {
+	case bsl.Name != storageLocation:
+		return []string{}, nil
+	case b.w.listingMisread:
+		return []string{otherBackupName}, nil
+	}
+	var names []string
+	if b.w.earlierSnapshot != "" {
+		names = append(names, earlierBackupName)
+	}
+	if b.w.inBucket() {
+		names = append(names, backupName)
+	}
+	return names, nil
+}
+
+// VolumeSnapshots is Velero's record of a backup's snapshots in the bucket.
+func (b bucket) VolumeSnapshots(_ context.Context, bsl *velerov1.BackupStorageLocation, name string) ([]audit.RecordedSnapshot, error) {
+	switch {
+	case bsl.Name != storageLocation || b.w.listingMisread:
+	case name == backupName && b.w.inBucket():
+		return b.w.record(name), nil
+	case name == earlierBackupName && b.w.earlierSnapshot != "":
+		return []audit.RecordedSnapshot{{ID: b.w.earlierSnapshot, Location: locationName, PV: "pvc-earlier", VolumeType: "gp3", VolumeAZ: sourceRegion + "a"}}, nil
+	}
+	return nil, objectstore.ErrNoRecord
 }
 
 // clusterClients are the EC2 clients of the audit or the drill (role), signing as the account

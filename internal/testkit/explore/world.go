@@ -81,6 +81,9 @@ type setup struct {
 	// copyMoved says the location's copyToRegion was moved to farRegion after the backup's
 	// snapshots were taken (sync.go).
 	copyMoved bool
+	// earlierBackup says the storage location's bucket holds an earlier backup besides the
+	// world's: without one, a bucket that lists no backup proves nothing absent.
+	earlierBackup bool
 	// vaultCredsOf is the account the vault credentials really belong to (the vault's, or by
 	// mistake the source account's); vaultAccountID is what the config names.
 	vaultCredsOf, vaultAccountID string
@@ -231,6 +234,9 @@ func (s setup) String() string {
 	if s.hddVolumes {
 		upgrade += "; st1 volumes, each snapshotted by a backup tool at the start"
 	}
+	if s.earlierBackup {
+		upgrade += "; the bucket holds an earlier backup of this install, not synced into the cluster"
+	}
 	if s.slotsHeldPast > 0 {
 		upgrade += fmt.Sprintf("; copy slots held by another tool until %s past the first item-operation timeout", s.slotsHeldPast)
 	}
@@ -344,6 +350,10 @@ type world struct {
 	reinstalled, notInCluster, abandoned bool
 	// reportedDeleted are the snapshots an actor's deletion was reported for already.
 	reportedDeleted map[string]bool
+	// earlierSnapshot is the snapshot of the earlier backup the bucket holds (orphans.go);
+	// listingMisread says the storage location lists another cluster's bucket during the step.
+	earlierSnapshot string
+	listingMisread  bool
 
 	foreign   map[string]foreignSnapshot
 	locked    map[string]bool
@@ -417,6 +427,11 @@ func newWorld(s setup) (*world, error) {
 		w.ops = append(w.ops, &operation{pv: pv, volumeID: vol, upstream: s.upstream[i]})
 	}
 	w.logf("setup: %s", s)
+	if s.earlierBackup {
+		// An earlier backup of this install, in the bucket and not synced into the cluster.
+		w.earlierSnapshot = w.otherSnapshot(map[string]string{model.TagBackup: earlierBackupName, model.TagPV: "pvc-earlier",
+			model.TagInstall: ourInstall, model.TagVolumeType: "gp3", model.TagRecorded: recordedReturnedMark, velerov1.StorageLocationLabel: storageLocation})
+	}
 	if s.hddVolumes {
 		// A backup tool's policy runs at the backup's hour: each volume's one pending snapshot is
 		// its, and the backup's CreateSnapshot calls wait behind it.
