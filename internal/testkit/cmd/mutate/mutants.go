@@ -181,4 +181,125 @@ var mutants = []mutant{
 		}
 		out, err := c.CreateVolume(ctx, &resend)`,
 	},
+	{
+		name: "orphan-record-ignored",
+		rule: `the orphan rule, 1: "A snapshot is needed when a record read names it, or, for a copy, its source"`,
+		file: "internal/audit/orphans.go",
+		old: `	if by, ok := v.named[sourceID]; ok {
+		return ruling{verdict: needed, why: "Velero's record of backup " + by + " names it"}
+	}
+`,
+		new: ``,
+	},
+	{
+		name: "orphan-grace-ignored",
+		rule: `the orphan rule, 1: "while it is younger than --orphan-grace"`,
+		file: "internal/audit/orphans.go",
+		old:  `	if now.Sub(s.Started) < grace {`,
+		new:  `	if false {`,
+	},
+	{
+		name: "orphan-running-backup",
+		rule: `the orphan rule, 1: "while its backup ... is in the cluster and not finished"`,
+		file: "internal/audit/orphans.go",
+		old:  `	if inCluster && !finished(b) && b.Status.Phase != velerov1.BackupPhaseDeleting {`,
+		new:  `	if false {`,
+	},
+	{
+		name: "orphan-unsynced-backup",
+		rule: `the orphan rule, 2: "A backup a storage location holds keeps its snapshots while it is not in the cluster"`,
+		file: "internal/audit/orphans.go",
+		old:  `		case !inCluster:`,
+		new:  `		case false:`,
+	},
+	{
+		name: "orphan-deleting-backup",
+		rule: `the orphan rule, 2: "... or is being deleted"`,
+		file: "internal/audit/orphans.go",
+		old:  `		case b.Status.Phase == velerov1.BackupPhaseDeleting:`,
+		new:  `		case false:`,
+	},
+	{
+		name: "orphan-unread-record",
+		rule: `the orphan rule, 3: "A snapshot of a finished backup in the cluster that its record, read, does not name is an orphan"`,
+		file: "internal/audit/orphans.go",
+		old:  `		case !read || rec.Err != "":`,
+		new:  `		case !read && rec.Err == "x":`,
+	},
+	{
+		name: "orphan-unlisted-storage",
+		rule: `the orphan rule, 4: "every storage location was listed"`,
+		file: "internal/audit/orphans.go",
+		old:  `		if v.w.Stored[l.Name].Err != "" {`,
+		new:  `		if false {`,
+	},
+	{
+		name: "orphan-unanchored-listing",
+		rule: `the orphan rule, 4: "the one its backup named ... lists a backup this install's snapshots name"`,
+		file: "internal/audit/orphans.go",
+		old:  `	case !v.anchored[bsl]:`,
+		new:  `	case false:`,
+	},
+	{
+		name: "orphan-other-install",
+		rule: `the orphan rule, 5: "Other installs' and untagged snapshots are never orphans"`,
+		file: "internal/audit/orphans.go",
+		old:  `	case install != v.w.Install || v.w.Install == "":`,
+		new:  `	case false:`,
+	},
+	{
+		name: "orphan-lock-ignored",
+		rule: `the orphan rule, 6: "An orphan a lock still holds ... is kept"`,
+		file: "internal/audit/orphans.go",
+		old:  `	if s.Lock.Held() {`,
+		new:  `	if false {`,
+	},
+	{
+		name: "orphan-retain-config-ignored",
+		rule: `the orphan rule, 6: "or the config, now, of any location naming its vault account"`,
+		file: "internal/audit/orphans.go",
+		old:  `		configured = configured || l.Config.Vault.AccountID == s.Account && l.Config.Vault.RetainOnDelete`,
+		new:  `		configured = configured && l.Config.Vault.RetainOnDelete`,
+	},
+	{
+		name: "orphan-retain-tag-ignored",
+		rule: `the orphan rule, 6: "a vault copy vaultRetainOnDelete keeps (its tag, its source's ...)"`,
+		file: "internal/audit/orphans.go",
+		old:  `	return model.RetainReason(s.Tags[model.TagVaultRetainOnDelete] == "true", seen && src.Tags[model.TagVaultRetainOnDelete] == "true", configured)`,
+		new:  `	return model.RetainReason(false, seen && src.ID == "", configured)`,
+	},
+	{
+		name: "orphan-locks-unread-through-any-location",
+		rule: `the orphan rule, 6: "Locks are read wherever a vault copy is listed, whichever location reaches it"`,
+		file: "internal/audit/read.go",
+		old:  `	if slices.ContainsFunc(out, func(s Snapshot) bool { return s.Kind == KindVault }) {`,
+		new:  `	if p.kind == KindVault {`,
+	},
+	{
+		name: "dr-ready-unread-place",
+		rule: `DR-ready: "A place the audit could not read ... is unknown ... never DR-ready"`,
+		file: "internal/audit/decide.go",
+		old:  `	line.DRReady = line.AsksCopies && !notReady && len(unknown) == 0`,
+		new:  `	line.DRReady = line.AsksCopies && !notReady`,
+	},
+	{
+		name: "dr-ready-copy-region-from-config",
+		rule: `DR-ready: "the copies in the region each source asked for (its tags, whatever copyToRegion says now)"`,
+		file: "internal/audit/decide.go",
+		old: `		if r := src.Tags[model.TagCopyToRegion]; r != "" {
+			out = append(out, wants{kind: KindCopy, region: r})
+		}
+		if a := src.Tags[model.TagVaultAccount]; a != "" {`,
+		new: `		if r := loc.Config.CopyToRegion; r != "" {
+			out = append(out, wants{kind: KindCopy, region: r})
+		}
+		if a := src.Tags[model.TagVaultAccount]; a != "" {`,
+	},
+	{
+		name: "recovery-point-any-phase",
+		rule: `Recovery points: "the newest Completed backup whose copies there are all completed"`,
+		file: "internal/audit/decide.go",
+		old:  `			if pt.decided || b.Phase != string(velerov1.BackupPhaseCompleted) {`,
+		new:  `			if pt.decided {`,
+	},
 }
