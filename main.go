@@ -1,7 +1,8 @@
 // Command velero-plugin-for-aws-async serves the plugins Velero runs for asynchronous EBS
 // snapshots with cross-region copies. Run with a command for people as its first argument
 // (`velero-plugin-for-aws-async check`, `audit`, `drill`, `version`, `--help`; internal/commands),
-// it does that instead and exits.
+// it does that instead and exits; started with run-plugins by the plugin manager of its own
+// audit, it serves none.
 package main
 
 import (
@@ -24,11 +25,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code, serve := commands.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if !serve {
+	switch serve {
+	case commands.Exit:
 		os.Exit(code)
+	case commands.ServeNone:
+		framework.NewServer().Serve()
+	case commands.ServePlugins:
+		pflag.CommandLine.Var(featureFlags{}, "features", "Velero feature flags, passed on by the Velero server")
+		plugin.Register(framework.NewServer().BindFlags(pflag.CommandLine), ec2api.NewFactory()).Serve()
 	}
-	pflag.CommandLine.Var(featureFlags{}, "features", "Velero feature flags, passed on by the Velero server")
-	plugin.Register(framework.NewServer().BindFlags(pflag.CommandLine), ec2api.NewFactory()).Serve()
 }
 
 // featureFlags enables the Velero features named on the command line, as the Velero server does.

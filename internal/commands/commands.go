@@ -45,32 +45,53 @@ const versionCommand = "version"
 
 var helpArgs = []string{"--help", "-h", "help"}
 
-// Run runs the command args name, or reports serve when args are Velero's: Velero starts plugin
-// processes with no arguments or with its server's flags (--features, --log-level, …), all
-// beginning with "-", and never with --help, so a first argument that is no flag, or is a help
-// flag, is only ever a person's.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int, serve bool) {
+// Serving is what the binary serves once Run returns.
+type Serving int
+
+const (
+	// Exit: a command for people ran; the binary exits with its status.
+	Exit Serving = iota
+	// ServePlugins: Velero started the binary to serve its plugins.
+	ServePlugins
+	// ServeNone: Velero's plugin manager, in one of this binary's own commands (audit starts
+	// the storage locations' plugins), asks which plugins the running binary compiled in, as
+	// it asks Velero's own: none. This binary's plugins are found in the plugin directory.
+	ServeNone
+)
+
+// runPlugins is the argument Velero's plugin manager starts the running binary with, to list
+// the plugins compiled into it (pkg/plugin/clientmgmt/process, client_builder.go).
+const runPlugins = "run-plugins"
+
+// Run runs the command args name, or says what to serve when args are Velero's: Velero starts
+// plugin processes with no arguments or with its server's flags (--features, --log-level, …),
+// all beginning with "-", and never with --help, so a first argument that is no flag, or is a
+// help flag, is only ever a person's, but for run-plugins.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int, serve Serving) {
 	if len(args) == 0 {
-		return exitOK, true
+		return exitOK, ServePlugins
 	}
 	first := args[0]
+	if first == runPlugins {
+		return exitOK, ServeNone
+	}
 	for _, h := range helpArgs {
 		if first == h {
 			usage(stdout)
-			return exitOK, false
+			return exitOK, Exit
 		}
 	}
 	for _, c := range commands {
 		if first == c.name {
-			return c.run(ctx, args[1:], stdout, stderr), false
+			return c.run(ctx, args[1:], stdout, stderr), Exit
 		}
 	}
 	if strings.HasPrefix(first, "-") {
-		return exitOK, true
+		return exitOK, ServePlugins
 	}
 	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", binaryName, first)
 	usage(stderr)
-	return exitUsage, false
+	return exitUsage, Exit
 }
 
 // usage lists the commands for people first, then says what the binary does without one.

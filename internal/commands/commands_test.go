@@ -10,27 +10,29 @@ import (
 )
 
 // What the binary does with its first argument: a person's command runs and exits; Velero's
-// ways of starting it (no argument, its server's flags) serve the plugins.
+// ways of starting it (no argument, its server's flags) serve the plugins; the plugin manager
+// of its own audit, asking which plugins it compiled in, is served none.
 func TestFirstArgument(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   []string
 		code   int
-		serve  bool
+		serve  Serving
 		stdout []string
 		stderr []string
 	}{
-		{"Velero starts it with no argument", nil, exitOK, true, nil, nil},
-		{"Velero starts it with its server's flags", []string{"--log-level", "info", "--features=EnableCSI"}, exitOK, true, nil, nil},
-		{"--help lists the commands, then says what it serves", []string{"--help"}, exitOK, false,
+		{"Velero starts it with no argument", nil, exitOK, ServePlugins, nil, nil},
+		{"Velero starts it with its server's flags", []string{"--log-level", "info", "--features=EnableCSI"}, exitOK, ServePlugins, nil, nil},
+		{"the plugin manager of its own audit asks which plugins it compiled in", []string{"run-plugins", "--kubeconfig", "k"}, exitOK, ServeNone, nil, nil},
+		{"--help lists the commands, then says what it serves", []string{"--help"}, exitOK, Exit,
 			[]string{"Commands:\n  check ", "\n  audit ", "\n  drill ", "\n  version ", "With no command, the binary serves Velero its plugins velero-async.io/aws,"}, nil},
-		{"-h is --help", []string{"-h"}, exitOK, false, []string{"Commands:\n  check "}, nil},
-		{"help is --help", []string{"help"}, exitOK, false, []string{"Commands:\n  check "}, nil},
-		{"version prints the version and commit", []string{"version"}, exitOK, false,
+		{"-h is --help", []string{"-h"}, exitOK, Exit, []string{"Commands:\n  check "}, nil},
+		{"help is --help", []string{"help"}, exitOK, Exit, []string{"Commands:\n  check "}, nil},
+		{"version prints the version and commit", []string{"version"}, exitOK, Exit,
 			[]string{"velero-plugin-for-aws-async " + version.Version + " (commit " + version.Commit + ")\n"}, nil},
-		{"version takes no arguments", []string{"version", "extra"}, exitUsage, false, nil, []string{"takes no arguments"}},
-		{"a misspelt command is named, with the usage", []string{"chek"}, exitUsage, false, nil, []string{`unknown command "chek"`, "Commands:"}},
-		{"check --help is check's usage", []string{"check", "--help"}, check.ExitOK, false, nil, []string{"Usage: velero-plugin-for-aws-async check [flags]"}},
+		{"version takes no arguments", []string{"version", "extra"}, exitUsage, Exit, nil, []string{"takes no arguments"}},
+		{"a misspelt command is named, with the usage", []string{"chek"}, exitUsage, Exit, nil, []string{`unknown command "chek"`, "Commands:"}},
+		{"check --help is check's usage", []string{"check", "--help"}, check.ExitOK, Exit, nil, []string{"Usage: velero-plugin-for-aws-async check [flags]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,8 +66,15 @@ type Reader struct {
 	stores map[string]persistence.BackupStore // by storage location name
 }
 
-// Open discovers the plugins in dir, as Velero's server does at its start.
+// Open discovers the plugins in dir, as Velero's server does at its start. Velero's plugin
+// manager starts the running binary too, with the argument run-plugins, to list the plugins
+// compiled into it (the binary answers none), and passes every plugin the running process's
+// arguments after its second, as the server's flags: the binary must have been started with a
+// command.
 func Open(ctx context.Context, dir string, kube client.Reader, namespace string, secrets Secrets, log logrus.FieldLogger) (*Reader, error) {
+	if len(os.Args) < 2 {
+		return nil, errors.New("Velero's plugin manager needs the binary started with a command")
+	}
 	level := logrus.WarnLevel
 	registry := process.NewRegistry(dir, log, level)
 	if err := registry.DiscoverPlugins(); err != nil {
