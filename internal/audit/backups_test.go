@@ -6,9 +6,12 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
 
 // Each backup's verdict, as `audit` prints it.
@@ -107,6 +110,38 @@ func TestDRReadyUnknown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Places are told apart by the credentials they are read with: two locations of two accounts
+// in one region, one account's read failing, leave that account's backups unknown, never
+// missing, and the other's as read.
+func TestPlacesOfTwoAccountsInOneRegion(t *testing.T) {
+	w := audittest.New(t)
+	w.Cluster(audittest.ClusterAUID, map[string]string{model.ConfigRegion: audittest.SourceRegion, model.ConfigProfile: audittest.SourceProfile})
+	w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: "ebs-b"},
+		Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider,
+			Config: map[string]string{model.ConfigRegion: audittest.SourceRegion, model.ConfigProfile: audittest.VaultProfile}}})
+	start := w.Clock.Now()
+	w.Backup("a1", "", start, velerov1.BackupPhaseCompleted, w.Take("a1", w.Vols[0], audittest.Outcome{Copy: "missing", Vault: "missing"}))
+	w.Put(&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: "b1", Labels: map[string]string{velerov1.StorageLocationLabel: audittest.BSLName}},
+		Spec:   velerov1.BackupSpec{StorageLocation: audittest.BSLName, VolumeSnapshotLocations: []string{"ebs-b"}},
+		Status: velerov1.BackupStatus{Phase: velerov1.BackupPhaseCompleted, StartTimestamp: &metav1.Time{Time: start}, VolumeSnapshotsAttempted: 1, VolumeSnapshotsCompleted: 1}})
+	w.Records["b1"] = []audit.RecordedSnapshot{{ID: "snap-0000000000000000b", Location: "ebs-b", PV: "pv-b"}}
+	w.Down[audittest.VaultProfile+"/"+audittest.SourceRegion] = true
+	rep := w.Audit(false)
+	out := audittest.Text(t, rep)
+	for _, b := range rep.Backups {
+		src := b.Places[0]
+		switch {
+		case b.Name == "a1" && (src.Completed != 1 || src.Unread != ""):
+			t.Errorf("a1's sources %+v: want 1 completed, read\n%s", src, out)
+		case b.Name == "b1" && (src.Missing != 0 || !strings.Contains(src.Unread, "region us-east-1 is down")):
+			t.Errorf("b1's sources %+v: want unknown, naming why, not missing\n%s", src, out)
+		}
+	}
+	if rep.Exit() != audit.ExitError {
+		t.Errorf("exit %d, want %d\n%s", rep.Exit(), audit.ExitError, out)
 	}
 }
 

@@ -83,7 +83,7 @@ type SimClients struct {
 
 // Client is a client of region signing with creds' profile's access key.
 func (c SimClients) Client(_ context.Context, region string, creds ec2api.Credentials) (ec2api.EC2, error) {
-	if c.down[region] {
+	if c.down[region] || c.down[creds.Profile+"/"+region] {
 		return nil, fmt.Errorf("dial tcp: connection refused (region %s is down)", region)
 	}
 	return NewEC2(c.url, region, creds.Profile), nil
@@ -148,7 +148,8 @@ type World struct {
 	earlierVol string
 	// StoreErr, when set, is what listing a storage location answers.
 	StoreErr error
-	// Down are the regions that do not answer the audit.
+	// Down are the regions ("us-east-1"), or a profile's regions ("vault/us-east-1"), that do
+	// not answer the audit.
 	Down    map[string]bool
 	objects []client.Object
 	kube    client.Client
