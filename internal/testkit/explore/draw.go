@@ -19,23 +19,28 @@ const (
 	// pollReconciles reconciles, pollEvery apart, make one poll: Velero's sync period over a minute.
 	pollReconciles = 3
 	pollEvery      = 20 * time.Second
+	// maxPollsUntilEnded bounds the polls, a minute apart, of actPollUntilEnded.
+	maxPollsUntilEnded = 30
 )
 
 // Actor kinds: who takes the next step.
 const (
-	actExecute      = "velero: Execute"
-	actCreate       = "velero: CreateSnapshot"
-	actReconcile    = "velero: reconcile"
-	actPoll         = "velero: poll for a minute"
-	actRestart      = "velero: server restart"
-	actDelete       = "velero: delete backup"
-	actAdvance      = "clock: advance"
-	actRegionDown   = "ec2: region down"
-	actRegionUp     = "ec2: region up"
-	actOtherInstall = "other install: snapshot"
-	actToolCopy     = "tool: copy"
-	actToolTag      = "tool: tag"
-	actRestore      = "velero: restore a PV"
+	actExecute   = "velero: Execute"
+	actCreate    = "velero: CreateSnapshot"
+	actReconcile = "velero: reconcile"
+	actPoll      = "velero: poll for a minute"
+	// actPollUntilEnded is Velero's operations controller polling, a minute at a time, until
+	// every operation has ended (a night's backup, left to finish).
+	actPollUntilEnded = "velero: poll until every operation ended"
+	actRestart        = "velero: server restart"
+	actDelete         = "velero: delete backup"
+	actAdvance        = "clock: advance"
+	actRegionDown     = "ec2: region down"
+	actRegionUp       = "ec2: region up"
+	actOtherInstall   = "other install: snapshot"
+	actToolCopy       = "tool: copy"
+	actToolTag        = "tool: tag"
+	actRestore        = "velero: restore a PV"
 	// actLoseCancel is a reconcile whose plugin process exits in its first Cancel (lost.go).
 	actLoseCancel = "velero: reconcile, the plugin process lost in a Cancel"
 	// actSameVolume is another backup of the same name snapshotting this backup's volume (lost.go).
@@ -186,7 +191,7 @@ func (w *world) enabled() []string {
 	}
 	waiting := w.waiting()
 	if w.itemPhaseDone() && waiting && !w.deleted && !w.abandoned {
-		out = append(out, actReconcile, actPoll, actTimeoutReconcile)
+		out = append(out, actReconcile, actPoll, actPollUntilEnded, actTimeoutReconcile)
 		if !w.restarted {
 			out = append(out, actRestart)
 		}
@@ -297,6 +302,11 @@ func (w *world) step(t *rapid.T, actor string) {
 			w.advance(pollEvery)
 			w.reconcile()
 		}
+	case actPollUntilEnded:
+		for i := 0; i < maxPollsUntilEnded && w.waiting(); i++ {
+			w.advance(time.Minute)
+			w.reconcile()
+		}
 	case actRestart:
 		w.restart()
 	case actDelete:
@@ -391,5 +401,10 @@ func explore(t *rapid.T, counts func(category) bool) *world {
 		}
 	}
 	w.settle()
+	// The operator's next audit, once the backup's deletion has settled: --delete-orphans through
+	// a location drawn.
+	only := rapid.SampledFrom(append([]string{""}, w.drillLocations()...)).Draw(t, "audit --location after the deletion (\"\": every one)")
+	w.deleteOrphans(only, rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace after the deletion"), true)
+	w.checkStep()
 	return w
 }
