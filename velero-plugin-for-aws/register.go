@@ -58,7 +58,7 @@ func Register(server framework.Server, clients *ec2api.Factory) framework.Server
 			return NewVolumeSnapshotter(clients, handoff, vault, log).TagInstall(install), nil
 		}).
 		RegisterBackupItemActionV2(model.BackupItemActionName, func(log logrus.FieldLogger) (any, error) {
-			tracker := tracking.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)))
+			tracker := tracking.NewTracker(defaults, ebs.WithLogger(log), ebs.WithLocator(locator(log)), ebs.WithInstall(install))
 			return NewSnapshotProgressAction(tracker, handoff, clock.RealClock{}, log), nil
 		}).
 		RegisterRestoreItemActionV2(model.RestoreItemActionName, func(log logrus.FieldLogger) (any, error) {

@@ -51,6 +51,7 @@ type Settings struct {
 	Locator        Locator
 	Vault          ec2api.Regional
 	VolumeTags     map[string]string
+	Install        func() string
 }
 
 func NewSettings(opts []Option) Settings {
@@ -125,3 +126,8 @@ func WithVaultClients(c ec2api.Regional) Option { return func(s *Settings) { s.V
 // WithVolumeTags makes every volume a Restorer restores carry tags from its creation, in
 // CreateVolume's own request, before the snapshot's tags it keeps.
 func WithVolumeTags(tags map[string]string) Option { return func(s *Settings) { s.VolumeTags = tags } }
+
+// WithInstall gives a Tracker this Velero install's identity (model.TagInstall), read when a
+// call first needs it; "" when it cannot be read. A snapshot without the backup's UID that
+// another install took is then never one of the backup's.
+func WithInstall(install func() string) Option { return func(s *Settings) { s.Install = install } }

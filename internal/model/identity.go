@@ -18,6 +18,8 @@ const ClockSkew = time.Minute
 // cluster's, or an earlier one whose snapshots are still in the account.
 type BackupIdentity struct {
 	Name, UID string
+	// Install is the identity of this Velero install (TagInstall); "" when unknown.
+	Install string
 	// started is when core started the backup; zero when unknown.
 	started time.Time
 }
@@ -32,11 +34,16 @@ func IdentityOf(b *velerov1.Backup) BackupIdentity {
 
 // owns reports whether s can be a snapshot of this backup: tagged with its UID, or with no UID
 // and started after the backup (less the clock-skew margin). A snapshot tagged with another
-// UID never is.
+// UID never is, nor one without a UID tagged with another install's identity (that install's
+// CreateSnapshot took it: a backup of the same name in another cluster).
 func (id BackupIdentity) owns(s *types.Snapshot) bool {
-	uid, tagged := TagMap(s.Tags)[TagBackupUID]
+	tags := TagMap(s.Tags)
+	uid, tagged := tags[TagBackupUID]
 	if tagged && id.UID != "" {
 		return uid == id.UID
+	}
+	if install := tags[TagInstall]; install != "" && id.Install != "" && install != id.Install {
+		return false
 	}
 	return id.started.IsZero() || !aws.ToTime(s.StartTime).Before(id.started.Add(-ClockSkew))
 }

@@ -44,8 +44,8 @@ func decideCancel(v *backupView, op model.Operation, src *types.Snapshot, st vel
 // cancelSteps lists what cancelling the operation following src asks for after the cancelled
 // mark, in order: per target, the removal of a vault's share (when the source is marked shared)
 // and the deletion of a copy still pending, unless it is kept: locked (EC2 would refuse to
-// delete it, and it is the backup's), or a vault copy vaultRetainOnDelete keeps (its hours of
-// copying are what the location asks to keep).
+// delete it, and it is the backup's), or a vault copy vaultRetainOnDelete keeps, as the tags
+// or the location's config now say (its hours of copying are what the location asks to keep).
 func cancelSteps(v *backupView, src *types.Snapshot) []cancelStep {
 	var steps []cancelStep
 	for _, tg := range model.TargetsOf(src) {
@@ -53,7 +53,7 @@ func cancelSteps(v *backupView, src *types.Snapshot) []cancelStep {
 			steps = append(steps, cancelStep{tg: tg, unshare: true})
 		}
 		cp := v.copyOf(tg, aws.ToString(src.SnapshotId))
-		if cp != nil && cp.State == types.SnapshotStatePending && !keptOnCancel(tg, src, cp, v.lockState(aws.ToString(cp.SnapshotId))) {
+		if cp != nil && cp.State == types.SnapshotStatePending && !keptOnCancel(tg, src, cp, v.lockState(aws.ToString(cp.SnapshotId)), retainConfigured(v.place.Config, tg)) {
 			steps = append(steps, cancelStep{tg: tg, copyID: aws.ToString(cp.SnapshotId)})
 		}
 	}
@@ -61,8 +61,17 @@ func cancelSteps(v *backupView, src *types.Snapshot) []cancelStep {
 }
 
 // keptOnCancel reports whether a pending copy of src into the target stays when its operation
-// is cancelled: it is locked, or it is a vault copy that src or the copy itself says to retain.
-func keptOnCancel(tg model.Target, src, cp *types.Snapshot, lock types.LockState) bool {
-	retained := model.TagValue(src.Tags, model.TagVaultRetainOnDelete) == "true" || model.TagValue(cp.Tags, model.TagVaultRetainOnDelete) == "true"
+// is cancelled: it is locked, or it is a vault copy that src or the copy itself says to retain,
+// or the location's config now (configured): of the tags and the config, the safer wins.
+func keptOnCancel(tg model.Target, src, cp *types.Snapshot, lock types.LockState, configured bool) bool {
+	retained := model.RetainReason(model.TagValue(cp.Tags, model.TagVaultRetainOnDelete) == "true", model.TagValue(src.Tags, model.TagVaultRetainOnDelete) == "true", configured) != ""
 	return model.Locked(lock) || tg.Vault() && retained
+}
+
+// retainConfigured reports whether a location's config, as the plugin read it now, keeps the
+// target's vault copies when their backup is deleted: vaultRetainOnDelete for that vault
+// account. A config not known, or that does not parse, keeps nothing by itself.
+func retainConfigured(config map[string]string, tg model.Target) bool {
+	cfg, err := model.ParseConfig(config)
+	return err == nil && cfg.Vault.RetainOnDelete && cfg.Vault.AccountID == tg.Account
 }

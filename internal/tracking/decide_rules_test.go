@@ -130,7 +130,8 @@ func TestWhatCancelDeletes(t *testing.T) {
 	tests := []struct {
 		name      string
 		srcTags   []string
-		vaultCopy []string // the vault copy's own tags
+		vaultCopy []string          // the vault copy's own tags
+		config    map[string]string // the location's config now
 		copyState types.SnapshotState
 		lock      types.LockState
 		want      []cancelStep
@@ -145,12 +146,16 @@ func TestWhatCancelDeletes(t *testing.T) {
 			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}}},
 		{name: "a pending vault copy tagged to be retained is kept", vaultCopy: []string{model.TagVaultRetainOnDelete, "true"}, copyState: types.SnapshotStatePending,
 			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}}},
+		{name: "a pending vault copy the location's vaultRetainOnDelete, turned on since the snapshot was taken, keeps is kept", copyState: types.SnapshotStatePending,
+			config: map[string]string{model.ConfigRegion: mockec2.SrcRegion, model.ConfigVaultAccountID: vault.Account, model.ConfigVaultRegion: vault.Region,
+				model.ConfigVaultProfile: "vault", model.ConfigVaultRetainOnDelete: "true"},
+			want: []cancelStep{{tg: regional, copyID: "snap-c0000001"}}},
 		{name: "completed copies are the backup's and stay", copyState: types.SnapshotStateCompleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, mockec2.WithTags(append(slices.Clone(intent), tt.srcTags...)...))
-			v := newBackupView(ebs.Place{}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
+			v := newBackupView(ebs.Place{Config: tt.config}, mockec2.SrcRegion, model.BackupIdentity{Name: mockec2.BackupName}, nil)
 			v.locks = map[string]types.LockState{"snap-v0000001": tt.lock}
 			vaultCopy := mockec2.CopyOfSnap("snap-v0000001", src, tt.copyState)
 			mockec2.WithTags(tt.vaultCopy...)(&vaultCopy)

@@ -41,6 +41,7 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 		backup     *velerov1.Backup
 		east, west []types.Snapshot
 		elapsed    time.Duration // since the operation was opened
+		install    string        // this install's identity, when the tracker knows it
 		want       want
 		wantCopies []string // sources copied
 		wantGone   []string // snapshots deleted in the source region
@@ -111,6 +112,19 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 				mockec2.Snapshot("snap-0000000b", mockec2.VolA, types.SnapshotStatePending, mockec2.WithTags(model.TagPV, "pv-2"), mockec2.StartedAt(16*time.Second), mockec2.Progress("10%")),
 			},
 			want: want{n: 10, total: 100, desc: "snapshot snap-0000000b in us-east-1: 10%"}},
+		// Another cluster's backup of the same name and PV, of the same static PV's EBS volume,
+		// its handoff lost too: its CreateSnapshot's snapshot, marked pending, started within the
+		// window of this operation, whose CreateSnapshot failed. The install tag tells it apart.
+		{name: "another install's snapshot without the UID, marked pending, within the window of an operation whose CreateSnapshot failed: neither followed nor deleted",
+			op: pvOp(mockec2.VolA, "pv-1"), backup: attempted(backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 0), 1), elapsed: 12 * time.Minute, install: "cluster-a/velero",
+			east: []types.Snapshot{mockec2.Snapshot("snap-0000000f", mockec2.VolA, types.SnapshotStateCompleted, withoutUID(), mockec2.StartedAt(2*time.Second),
+				mockec2.ToDest(model.TagPV, "pv-1", model.TagCreateToken, "theirs", model.TagRecorded, model.RecordedPending, model.TagInstall, "cluster-b/velero"))},
+			want: want{completed: true, desc: "no native snapshot of volume " + mockec2.VolA + " was taken for this backup"}},
+		{name: "this install's snapshot without the UID, marked pending, within the window of an operation whose CreateSnapshot failed: deleted",
+			op: pvOp(mockec2.VolA, "pv-1"), backup: attempted(backupIn(velerov1.BackupPhaseWaitingForPluginOperations, 0), 1), elapsed: 12 * time.Minute, install: "cluster-a/velero",
+			east: []types.Snapshot{mockec2.Snapshot("snap-0000000a", mockec2.VolA, types.SnapshotStateCompleted, withoutUID(), mockec2.StartedAt(2*time.Second),
+				mockec2.ToDest(model.TagPV, "pv-1", model.TagCreateToken, "ours", model.TagRecorded, model.RecordedPending, model.TagInstall, "cluster-a/velero"))},
+			want: want{completed: true, errTxt: "snapshot snap-0000000a it made all the same is deleted and not copied"}, wantGone: []string{"snap-0000000a"}},
 		{name: "an operation of the previous release ignores an older backup's snapshot", op: opID(mockec2.VolA), backup: started,
 			east: []types.Snapshot{mockec2.Snapshot("snap-0000001d", mockec2.VolA, types.SnapshotStateCompleted, mockec2.StartedAt(-time.Hour), withoutUID())},
 			want: want{desc: "waiting for EC2 to list the snapshot"}},
@@ -122,7 +136,7 @@ func TestProgressFollowsTheRecordedSnapshot(t *testing.T) {
 			f.Dst().Add(tt.west...)
 			m := serveTracker(f, nil)
 			f.Clk.Step(tt.elapsed)
-			p, err := newTracker(f).Progress(context.Background(), tt.op, tt.backup)
+			p, err := newTracker(f, ebs.WithInstall(func() string { return tt.install })).Progress(context.Background(), tt.op, tt.backup)
 			checkProgress(t, p, err, tt.want)
 			var copied []string
 			for _, in := range m.copies {

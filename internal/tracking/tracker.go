@@ -122,6 +122,9 @@ func (t *Tracker) lookup(ctx context.Context, op model.Operation, backup *velero
 	}
 	var l lookup
 	id := model.IdentityOf(backup)
+	if t.Install != nil {
+		id.Install = t.Install()
+	}
 	for _, pl := range places {
 		if l.note == "" {
 			l.note = pl.Note

@@ -69,7 +69,7 @@ func (w *world) create(i int) {
 	var id string
 	var err error
 	ok := w.onClock(func(ctx context.Context) {
-		if _, _, err = w.snapshotter.GetVolumeInfo(ctx, op.volumeID); err == nil {
+		if op.volumeType, op.iops, err = w.snapshotter.GetVolumeInfo(ctx, op.volumeID); err == nil {
 			id, err = w.snapshotter.CreateSnapshot(ctx, op.volumeID, tags)
 		}
 	})
@@ -104,7 +104,7 @@ func (w *world) reconcile() {
 				w.violate(catHung, "Cancel of %s did not return", op.pv)
 			}
 			w.cancels.inCancel = false
-			w.checkCall("Cancel", op.pv, w.clk.Since(start), err)
+			w.checkCall("Cancel", op.pv, w.clk.Since(start)-w.elsewhere, err)
 			w.faults.callReturned()
 			op.state, op.result, op.cancelledAt, op.endedAt, op.cancelErr = opFailed, "timed out", w.clk.Now(), w.clk.Now(), err
 			op.copiesAtCancel = w.copiesOf(op.snapshotID)
@@ -126,7 +126,7 @@ func (w *world) reconcile() {
 			w.violate(catHung, "Progress of %s did not return", op.pv)
 			continue
 		}
-		w.checkCall("Progress", op.pv, w.clk.Since(start), nil)
+		w.checkCall("Progress", op.pv, w.clk.Since(start)-w.elsewhere, nil)
 		w.faults.callReturned()
 		if err == nil && !p.completed {
 			w.checkForward(op, p.done, p.total, p.desc)
@@ -276,6 +276,9 @@ func (w *world) deleter(kind deletionKind) (s *deleting.Deleter, reachesAll bool
 // controller working on the backup meanwhile.
 func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Duration) {
 	s, reachesAll := w.deleter(kind)
+	if kind == deleteByVaultRecovery {
+		w.retainedByTagsOnly()
+	}
 	for _, op := range w.ops {
 		if op.state == opOpen {
 			op.deletedWhileOpen = true
@@ -314,6 +317,21 @@ func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Du
 	w.deleted, w.deletionFailed = true, failed
 	if !failed && reachesAll {
 		w.deletions++
+	}
+}
+
+// retainedByTagsOnly narrows the vault copies kept by vaultRetainOnDelete to those whose tags,
+// or their source's, say so: a recovery cluster's location restoring from the vault reads its
+// own config only, not the source cluster's, so a copy made before vaultRetainOnDelete was
+// turned on there goes with a deletion through it (the README's limit of a setting turned on
+// later).
+func (w *world) retainedByTagsOnly() {
+	snaps := w.everything()
+	for id := range w.retained {
+		s := snaps[id]
+		if s.Tags[model.TagVaultRetainOnDelete] != "true" && snaps[s.SourceSnapshotID].Tags[model.TagVaultRetainOnDelete] != "true" {
+			delete(w.retained, id)
+		}
 	}
 }
 

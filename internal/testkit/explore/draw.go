@@ -140,6 +140,7 @@ func drawSetup(t *rapid.T) setup {
 	// Not with the earlier release: its CreateSnapshot did not ride out an st1 volume's one
 	// pending snapshot, which the README's known limit of static PVs on one volume names.
 	s.hddVolumes = s.upgrade == nil && rapid.IntRange(0, 3).Draw(t, "st1 volumes (0)") == 0
+	s.volumeKinds = drawVolumeKinds(t, s)
 	if (s.copyTo || s.vault) && rapid.IntRange(0, 3).Draw(t, "copy slots held past the first item-operation timeout (0)") == 0 {
 		s.slotsHeldPast = rapid.SampledFrom(slotReleases).Draw(t, "slots freed past the timeout by")
 	}
@@ -228,6 +229,7 @@ func (w *world) enabled() []string {
 	if len(w.restorable()) > 0 {
 		out = append(out, actRestore)
 	}
+	out = append(out, w.coreActors()...)
 	out = append(out, w.syncActors()...)
 	return append(out, w.drillAndAuditActors()...)
 }
@@ -366,6 +368,8 @@ func (w *world) step(t *rapid.T, actor string) {
 		w.beginRefusal()
 	case actRestore:
 		w.restoreScripted(rapid.SampledFrom(w.restorable()).Draw(t, "PV"), rapid.SampledFrom(w.restoreRegions()).Draw(t, "restored in"), drawRestore(t))
+	case actRaceDeletion, actPendingOther, actRestorePending:
+		w.stepCore(t, actor)
 	case actReinstall, actForget, actSync, actConfigChange:
 		w.stepSync(t, actor)
 	default:

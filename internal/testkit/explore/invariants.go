@@ -256,7 +256,7 @@ func (w *world) checkCompleted(op *operation) {
 	if op.snapshotID == "" {
 		return // Velero recorded no snapshot: nothing to have completed
 	}
-	snaps := w.everything()
+	snaps := w.completedOn()
 	src, ok := snaps[op.snapshotID]
 	if op.total == 0 {
 		w.violate(catCompletedWithoutSnapshot, "%s completed (%q) following no snapshot, while Velero recorded %s (%s)", op.pv, op.result, op.snapshotID, stateOf(src, ok))

@@ -147,14 +147,20 @@ func (w *world) restoreScripted(i int, region string, script restoreScript) {
 }
 
 // restore is Velero restoring PV i in region: CreateVolumeFromSnapshot with the snapshot ID it
-// recorded, the PV's volume type and its original zone, as pv_restorer does.
+// recorded, the volume type and IOPS GetVolumeInfo returned at backup and the PV's original
+// zone, as pv_restorer does.
 func (w *world) restore(i int, region string) {
 	op := w.ops[i]
 	s := w.restorer(region)
+	var pending []string // judged on a healthy EC2 only
+	if region != sourceRegion && w.healthyReads() {
+		pending = w.pendingCopiesOnly(op.snapshotID, region)
+	}
+	first := len(w.requests)
 	var id string
 	var err error
 	if !w.onClock(func(ctx context.Context) {
-		id, err = s.CreateVolumeFromSnapshot(ctx, op.snapshotID, "gp3", sourceRegion+"a", nil)
+		id, err = s.CreateVolumeFromSnapshot(ctx, op.snapshotID, op.volumeType, sourceRegion+"a", op.iops)
 	}) {
 		w.violate(catHung, "CreateVolumeFromSnapshot of %s in %s did not return", op.pv, region)
 	}
@@ -164,6 +170,7 @@ func (w *world) restore(i int, region string) {
 	}
 	w.restores = append(w.restores, call)
 	w.logf("velero: restore %s in %s from %s -> %q %s", op.pv, region, op.snapshotID, id, call.err)
+	w.checkRestoreWords(call, pending, w.requests[first:])
 }
 
 // restoredVolumes lists the volumes made from a snapshot in the source account, by region.
@@ -243,6 +250,7 @@ func (w *world) checkRestores(final bool) {
 			w.violate(catRestoredFromOther, "the restore of %s in %s returned volume %s, which is not a volume made from its snapshot (%v are)", c.pv, c.region, c.volumeID, vols)
 		case c.volumeID != "":
 			returned[key] = true
+			w.checkRestoredSettings(c)
 		case strings.Contains(c.err, model.TagRestoreToken):
 			named[key] = true
 		}

@@ -52,6 +52,9 @@ type request struct {
 	apiRefused bool
 	// answered says EC2 answered it with success.
 	answered bool
+	// completed is its place among the requests in the order EC2 answered them: another actor's
+	// step inside a call runs before the request it interleaves with is served.
+	completed int
 }
 
 // credentialScope finds the region in a SigV4 Authorization header.
@@ -83,7 +86,9 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	i := len(w.requests)
 	w.requests = append(w.requests, q)
 	res, err := tr.serve(req, body, form, q)
-	w.requests[i].answered = err == nil && res.StatusCode == http.StatusOK
+	w.answered++
+	w.requests[i].answered, w.requests[i].completed = err == nil && res.StatusCode == http.StatusOK, w.answered
+	w.noteMarks(w.requests[i], form)
 	return res, err
 }
 
@@ -92,10 +97,14 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (tr *transport) serve(req *http.Request, body []byte, form url.Values, q request) (*http.Response, error) {
 	w := tr.w
 	w.interleave()
+	if err := req.Context().Err(); err != nil {
+		return nil, err // its call was cut short while another actor's step ran (race.go)
+	}
 	var rule *faultRule
 	if tr.faulty {
 		w.checkCancelRequest(q, form)
 		w.checkCopyRequest(q, form)
+		w.checkCopyOfDeleting(q, form)
 		if d := w.costOf(q.action); d > 0 {
 			w.clk.Step(d)
 		}

@@ -133,6 +133,8 @@ type setup struct {
 	// (EC2 queues the plugin's copies) until that long after the first item-operation timeout
 	// of an open operation: a source whose copy never started is cancelled, then copyable.
 	slotsHeldPast time.Duration
+	// volumeKinds are the kinds of the PVs' volumes, when drawn (volumes.go).
+	volumeKinds []volumeKind
 }
 
 // The copies an account's policy may refuse.
@@ -237,6 +239,9 @@ func (s setup) String() string {
 	if s.earlierBackup {
 		upgrade += "; the bucket holds an earlier backup of this install, not synced into the cluster"
 	}
+	if len(s.volumeKinds) > 0 {
+		upgrade += fmt.Sprintf("; volumes %v", s.volumeKinds)
+	}
 	if s.slotsHeldPast > 0 {
 		upgrade += fmt.Sprintf("; copy slots held by another tool until %s past the first item-operation timeout", s.slotsHeldPast)
 	}
@@ -285,6 +290,9 @@ type operation struct {
 	copiesAtCancel map[string]bool
 	// deletedWhileOpen is true when the backup was deleted while the operation was open.
 	deletedWhileOpen bool
+	// volumeType and iops are what GetVolumeInfo returned, which Velero passes to a restore.
+	volumeType string
+	iops       *int64
 }
 
 // foreignSnapshot is another install's or tool's snapshot as it was made.
@@ -307,6 +315,7 @@ type world struct {
 
 	clients  map[string]*ec2.Client // by role, signer and region
 	requests []request
+	answered int // requests answered (or failed) so far
 	checked  int // requests already checked
 	down     map[string]bool
 	// downForCall are regions a lost answer took down until the current call ends.
@@ -315,8 +324,17 @@ type world struct {
 	// hook runs once when the request count passes hookAt: another actor's step inside a call.
 	hook   func()
 	hookAt int
-	// callCtx is the context of the plugin call under way, nil between calls.
-	callCtx context.Context
+	// callCtx is the context of the plugin call under way, nil between calls; callCancel cuts
+	// the call short (race.go), callStart is when it began, and elsewhere is the fake time
+	// another plugin process's requests took inside it.
+	callCtx    context.Context
+	callCancel context.CancelFunc
+	callStart  time.Time
+	elsewhere  time.Duration
+	// race is the deletion racing the reconcile under way (race.go); marks are when EC2 took
+	// the sources' deletion and copy-requested marks (marks.go).
+	race  *race
+	marks markLog
 	// kube is the Kubernetes API's fault during the step; kubeRefused says the API refused a
 	// read of the current plugin process (Forbidden).
 	kube        *kubeFault
@@ -412,7 +430,7 @@ func newWorld(s setup) (*world, error) {
 	w.snapshotter = w.itemSnapshotter()
 	specs := make([]ec2sim.VolumeSpec, len(s.pvs)+1)
 	for i := range specs {
-		specs[i] = ec2sim.VolumeSpec{AvailabilityZone: sourceRegion + "a", Type: volumeType, SizeGiB: volumeSize}
+		specs[i] = s.volumeSpec(i, volumeType)
 		if s.restoredVolumes && i < len(s.pvs) {
 			specs[i].Tags = restoredVolumeTags(i)
 		}
@@ -493,7 +511,7 @@ func (w *world) locationOptions(cfg model.Config, withHandoff bool) []ebs.Option
 func (w *world) newTracker() *tracking.Tracker {
 	w.startProcess()
 	// The places the plugin's locator makes of the location, read from the Kubernetes API.
-	return tracking.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()))...)
+	return tracking.NewTracker(w.regional(defaultChainRole, sourceAccount, true), append(w.options(), ebs.WithLocator(w.newKubeLocator()), ebs.WithInstall(func() string { return ourInstall }))...)
 }
 
 // backup is the Backup as Velero core shows it to Progress and Cancel.
@@ -548,7 +566,7 @@ func (w *world) onClock(fn func(ctx context.Context)) bool {
 		return true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.callCtx = ctx
+	w.callCtx, w.callCancel, w.callStart, w.elsewhere = ctx, cancel, w.clk.Now(), 0
 	defer func() {
 		cancel()
 		w.callCtx = nil

@@ -19,7 +19,7 @@ var mutants = []mutant{
 		name: "owns-ignores-uid",
 		rule: `rule 1: "A snapshot tagged with another UID (another cluster's, an earlier backup's) is never tracked, copied, counted or deleted"`,
 		file: "internal/model/identity.go",
-		old: `	uid, tagged := TagMap(s.Tags)[TagBackupUID]
+		old: `	uid, tagged := tags[TagBackupUID]
 	if tagged && id.UID != "" {
 		return uid == id.UID
 	}
@@ -301,5 +301,54 @@ var mutants = []mutant{
 		file: "internal/audit/decide.go",
 		old:  `			if pt.decided || b.Phase != string(velerov1.BackupPhaseCompleted) {`,
 		new:  `			if pt.decided {`,
+	},
+	{
+		name: "deletion-waits-not-for-a-fill-under-way",
+		rule: `deletion: "a copy asked for just before the mark is waited for, as long as its fill may send it and EC2 list it" (a deletion landing inside a Progress call, between its fill's re-read and its CopySnapshot)`,
+		file: "internal/deleting/delete_plan.go",
+		old:  `if u := later(markedAt, requested.Add(copyRequestSpread)).Add(lag); u.After(until) {`,
+		new:  `if u := later(markedAt, requested).Add(lag); u.After(until) {`,
+	},
+	{
+		name: "fill-copies-a-source-being-deleted",
+		rule: `rule 6: "Never copied: a source marked ... deletion-requested-at": a fill on a view read before the deletion's mark reads its batch again after marking it`,
+		file: "internal/tracking/tracker.go",
+		old:  `		if model.TagValue(s.Tags, model.TagDeletionRequestedAt) != "" {`,
+		new:  `		if false && model.TagValue(s.Tags, model.TagDeletionRequestedAt) != "" {`,
+	},
+	{
+		name: "deletion-takes-another-installs-pending",
+		rule: `rule 1: "A snapshot tagged with another UID ... is never ... deleted": a deletion leaves another install's snapshot of the backup's name still marked pending`,
+		file: "internal/deleting/delete_plan.go",
+		old:  `		return uid == b.uid`,
+		new:  `		return uid != ""`,
+	},
+	{
+		name: "owns-ignores-install",
+		rule: `rule 1: "nor is one without a UID tagged with another install's identity" tracked or deleted`,
+		file: "internal/model/identity.go",
+		old:  `if install := tags[TagInstall]; install != "" && id.Install != "" && install != id.Install {`,
+		new:  `if false {`,
+	},
+	{
+		name: "restore-from-pending-copy",
+		rule: `restores: "in the copy region, from its completed copy": a restore while the copy is pending fails saying so, without asking EC2 for a volume`,
+		file: "internal/restoring/restore_decide.go",
+		old:  `		if c.State == types.SnapshotStateCompleted {`,
+		new:  `		if c.State != types.SnapshotStateError {`,
+	},
+	{
+		name: "restore-drops-throughput",
+		rule: `restores: "with the backed-up volume's settings" (velero-async.io/volume-throughput, recreated at restore)`,
+		file: "internal/restoring/restore_decide.go",
+		old:  `		in.Throughput = int32Of(nil, tags[model.TagVolumeThroughput])`,
+		new:  ``,
+	},
+	{
+		name: "cancel-ignores-retain-turned-on",
+		rule: `promise: "Cancel never deletes a copy kept by vaultRetainOnDelete", as the location's config says now`,
+		file: "internal/tracking/decide_cancel.go",
+		old:  `return err == nil && cfg.Vault.RetainOnDelete && cfg.Vault.AccountID == tg.Account`,
+		new:  `return false && err == nil && cfg.Vault.RetainOnDelete && cfg.Vault.AccountID == tg.Account`,
 	},
 }
