@@ -51,6 +51,7 @@ type Settings struct {
 	Locator        Locator
 	Vault          ec2api.Regional
 	VolumeTags     map[string]string
+	RestoreSource  model.RestoreSource
 }
 
 func NewSettings(opts []Option) Settings {
@@ -125,3 +126,9 @@ func WithVaultClients(c ec2api.Regional) Option { return func(s *Settings) { s.V
 // WithVolumeTags makes every volume a Restorer restores carry tags from its creation, in
 // CreateVolume's own request, before the snapshot's tags it keeps.
 func WithVolumeTags(tags map[string]string) Option { return func(s *Settings) { s.VolumeTags = tags } }
+
+// WithRestoreSource makes a Restorer make its volumes only from the snapshots src takes (by
+// default, Velero's restore's: the recorded snapshot, else any copy of it in the region).
+func WithRestoreSource(src model.RestoreSource) Option {
+	return func(s *Settings) { s.RestoreSource = src }
+}
