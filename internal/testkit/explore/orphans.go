@@ -115,7 +115,7 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
 	case actDrill:
-		w.drill(rapid.SampledFrom(w.drillLocations()).Draw(t, "drill through"), rapid.IntRange(0, maxPVs).Draw(t, "--max-volumes (0: all)"))
+		w.drill(rapid.SampledFrom(w.drillWays()).Draw(t, "drill --location, --from"), rapid.IntRange(0, maxPVs).Draw(t, "--max-volumes (0: all)"))
 	}
 }
 
@@ -381,4 +381,10 @@ func (c clusterClients) Client(_ context.Context, region string, creds ec2api.Cr
 		return nil, err
 	}
 	return c.w.client(c.role, account, region, true), nil
+}
+
+// Account is the account of the credentials, as STS would name it.
+func (c clusterClients) Account(_ context.Context, _ string, creds ec2api.Credentials) (ec2api.Identity, error) {
+	account, err := c.w.accountOfCredentials(creds)
+	return ec2api.Identity{Account: account}, err
 }
