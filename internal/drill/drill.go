@@ -58,16 +58,16 @@ const (
 
 // Options are what a drill is asked to do.
 type Options struct {
-	// Backup is the Backup drilled. Location, when set, is the location whose settings the
-	// drill uses instead of the backup's own; From is the place of that location it restores
-	// from, FromCopy when empty.
-	Backup, Location string
-	From             From
-	Limits           Limits
-	WaitInitialized  bool
-	Record           bool
-	PollInterval     time.Duration
-	Timeout          time.Duration
+	// Backup is the Backup drilled; without it, the newest finished backup of Schedule.
+	// Location, when set, is the location whose settings the drill uses instead of the
+	// backup's own; From is the place of that location it restores from, FromCopy when empty.
+	Backup, Schedule, Location string
+	From                       From
+	Limits                     Limits
+	WaitInitialized            bool
+	Record                     bool
+	PollInterval               time.Duration
+	Timeout                    time.Duration
 }
 
 // Clients hands out EC2 clients and names whose credentials they are (*ec2api.Factory).
@@ -99,15 +99,11 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	var backup velerov1.Backup
-	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: o.Backup}, &backup); err != nil {
-		return Report{}, fmt.Errorf("reading Backup %s/%s: %w", d.Namespace, o.Backup, err)
+	backup, err := d.backup(ctx, o)
+	if err != nil {
+		return Report{}, err
 	}
-	switch backup.Status.Phase {
-	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed:
-	default:
-		return Report{}, fmt.Errorf("backup %s is %s: only a Completed or PartiallyFailed backup can be restored", o.Backup, backup.Status.Phase)
-	}
+	o.Backup = backup.Name
 	install, err := location.ReadInstall(ctx, d.Kube, d.Namespace)
 	if err != nil {
 		return Report{}, fmt.Errorf("a drill tags its volumes with this install's identity: %w", err)
@@ -163,6 +159,45 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// backup reads the Backup o names, or the newest finished one of its Schedule.
+func (d *Driller) backup(ctx context.Context, o Options) (velerov1.Backup, error) {
+	var backup velerov1.Backup
+	if o.Backup == "" {
+		var list velerov1.BackupList
+		if err := d.Kube.List(ctx, &list, client.InNamespace(d.Namespace), client.MatchingLabels{velerov1.ScheduleNameLabel: o.Schedule}); err != nil {
+			return backup, fmt.Errorf("listing the backups of Schedule %s/%s: %w", d.Namespace, o.Schedule, err)
+		}
+		return newestFinished(list.Items, o.Schedule)
+	}
+	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: o.Backup}, &backup); err != nil {
+		return backup, fmt.Errorf("reading Backup %s/%s: %w", d.Namespace, o.Backup, err)
+	}
+	if !finished(backup) {
+		return backup, fmt.Errorf("backup %s is %s: only a Completed or PartiallyFailed backup can be restored", o.Backup, backup.Status.Phase)
+	}
+	return backup, nil
+}
+
+// finished reports whether a backup can be restored: Completed or PartiallyFailed.
+func finished(b velerov1.Backup) bool {
+	return b.Status.Phase == velerov1.BackupPhaseCompleted || b.Status.Phase == velerov1.BackupPhasePartiallyFailed
+}
+
+// newestFinished is the backup of schedule, among backups, that started last of those that can
+// be restored. It is pure.
+func newestFinished(backups []velerov1.Backup, schedule string) (velerov1.Backup, error) {
+	var newest *velerov1.Backup
+	for i, b := range backups {
+		if finished(b) && (newest == nil || newest.Status.StartTimestamp.Before(b.Status.StartTimestamp)) {
+			newest = &backups[i]
+		}
+	}
+	if newest == nil {
+		return velerov1.Backup{}, fmt.Errorf("schedule %s has no Completed or PartiallyFailed backup (of %d)", schedule, len(backups))
+	}
+	return *newest, nil
 }
 
 // ours are the recorded snapshots taken through a location of this provider.

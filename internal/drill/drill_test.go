@@ -484,3 +484,37 @@ func TestDrillInterruptedInCreateVolumeDeletesThatVolume(t *testing.T) {
 		t.Errorf("%d volumes left in %s after the interrupted drill", n, audittest.CopyRegion)
 	}
 }
+
+// --schedule drills the newest backup of the schedule that can be restored.
+func TestDrillOfSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		phases  []velerov1.BackupPhase // of nightly-1, -2, -3, started in that order
+		want    string
+		wantErr string
+	}{
+		{name: "the newest finished backup, not one still running", want: "nightly-2",
+			phases: []velerov1.BackupPhase{velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed, velerov1.BackupPhaseWaitingForPluginOperations}},
+		{name: "a schedule without a finished backup is named", wantErr: "schedule nightly has no Completed or PartiallyFailed backup (of 1)",
+			phases: []velerov1.BackupPhase{velerov1.BackupPhaseFailed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := audittest.New(t)
+			w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+			for i, phase := range tc.phases {
+				name := fmt.Sprintf("nightly-%d", i+1)
+				w.Backup(name, audittest.ScheduleName, w.Clock.Now(), phase, w.Take(name, w.Vols[0], audittest.Outcome{}))
+				w.Clock.Step(time.Hour)
+			}
+			rep, err := runOn(context.Background(), w, clients{w.Clients()}, drill.Options{Schedule: audittest.ScheduleName}, func() { w.Clock.Step(pollInterval) })
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("err %v, want %q", err, tc.wantErr)
+				}
+			case err != nil || rep.Backup != tc.want || !rep.Passed():
+				t.Errorf("drilled %s (passed %v, problems %v, err %v), want %s", rep.Backup, rep.Passed(), rep.Problems, err, tc.want)
+			}
+		})
+	}
+}
