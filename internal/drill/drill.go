@@ -1,8 +1,9 @@
 // Package drill is the plugin's restore drill (velero-plugin-for-aws-async drill): it restores
-// every volume of a backup (or a bounded sample) through a VolumeSnapshotLocation, normally the
-// one of the recovery region or the vault, with the same restore code Velero's restore uses,
-// measures the time until each volume is available (and initialized, when asked), and deletes
-// every volume it made. It never touches a snapshot.
+// every volume of a backup (or a bounded sample) from its copies in its location's
+// copyToRegion, its vault copies, or its snapshots in the location's region (place.go), with
+// the same restore code Velero's restore uses, measures the time until each volume is
+// available (and initialized, when asked), and deletes every volume it made, also when
+// interrupted. It never touches a snapshot.
 //
 // Each volume carries audit.TagDrill with this install's identity from its creation (in the
 // CreateVolume request itself), so that the next drill, or `audit --delete-orphans`, deletes
