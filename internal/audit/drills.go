@@ -30,10 +30,12 @@ const describePage = 1000
 
 // DrillVolume is a volume a drill created, as EC2 described it.
 type DrillVolume struct {
-	ID, Region, State string
-	Created           time.Time
+	ID      string    `json:"id"`
+	Region  string    `json:"region"`
+	State   string    `json:"state"`
+	Created time.Time `json:"created"`
 	// Install is its TagDrill.
-	Install string
+	Install string             `json:"install"`
 	Creds   ec2api.Credentials `json:"-"`
 }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/secretfile"
 )
 
 // Output formats.
@@ -140,13 +140,16 @@ func (c *Command) write(stdout io.Writer, rep Report) error {
 }
 
 // Session is a command's access to the cluster: a Kubernetes client, and a location Resolver
-// that writes the credentials files it resolves into a directory of the session's own.
+// that puts the credentials it resolves in the session's own files, which never touch disk
+// where the system allows it (secretfile): on Linux they go with the process however it ends;
+// elsewhere they are in a private directory that Close removes (on exit, and after SIGINT or
+// SIGTERM, which end the command's context).
 type Session struct {
 	Kube     client.Client
 	Resolver *location.Resolver
 	// Log goes to the command's standard error, warnings only.
-	Log *logrus.Logger
-	tmp string
+	Log   *logrus.Logger
+	files *secretfile.Files
 }
 
 // open opens the command's session, its client naming itself after the binary and the command.
@@ -155,21 +158,18 @@ func (c *Command) open() (*Session, error) {
 	if err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	tmp, err := os.MkdirTemp("", "velero-async-"+c.Name+"-")
-	if err != nil {
-		return nil, c.errorf("%v", err)
-	}
 	log := logrus.New()
 	log.Out, log.Level = c.stderr, logrus.WarnLevel
+	files := secretfile.New("velero-async-"+c.Name+"-", func(msg string) { log.Warn(msg) })
 	return &Session{
-		Kube: kube, Log: log, tmp: tmp,
+		Kube: kube, Log: log, files: files,
 		Resolver: location.New(location.WithReader(kube), location.WithNamespace(c.Namespace),
-			location.WithTempDir(tmp), location.WithLogger(log)),
+			location.WithFiles(files), location.WithLogger(log)),
 	}, nil
 }
 
-// Close removes the session's credentials files.
-func (s *Session) Close() error { return os.RemoveAll(s.tmp) }
+// Close forgets the session's credentials files.
+func (s *Session) Close() error { return s.files.Close() }
 
 // WriteJSON writes a command's report as indented JSON, with <, > and & as they are.
 func WriteJSON(w io.Writer, report any) error {

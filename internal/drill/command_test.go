@@ -11,7 +11,9 @@ import (
 func TestMainRefusesBadFlags(t *testing.T) {
 	clitest.Refuses(t, drill.Main, []clitest.Refusal{
 		{Name: "without --confirm nothing is created: a drill's volumes are billed", Args: []string{"--backup", "b1"}, Want: "add --confirm"},
-		{Name: "without --backup there is nothing to drill", Args: []string{"--confirm"}, Want: "--backup NAME is required"},
+		{Name: "without --backup or --schedule there is nothing to drill", Args: []string{"--confirm"}, Want: "name the backup: --backup NAME, or --schedule NAME"},
+		{Name: "--backup and --schedule together are ambiguous", Args: []string{"--confirm", "--backup", "b1", "--schedule", "nightly"}, Want: "name the backup: --backup NAME, or --schedule NAME"},
+		{Name: "an unknown --from is named with the places there are", Args: []string{"--backup", "b1", "--confirm", "--from", "replica"}, Want: `--from "replica": want copy, source or vault`},
 		{Name: "a timeout a leftover could be taken for is refused", Args: []string{"--backup", "b1", "--confirm", "--timeout", "7h"}, Want: "--timeout 7h0m0s"},
 	})
 }

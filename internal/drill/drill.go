@@ -1,8 +1,9 @@
 // Package drill is the plugin's restore drill (velero-plugin-for-aws-async drill): it restores
-// every volume of a backup (or a bounded sample) through a VolumeSnapshotLocation, normally the
-// one of the recovery region or the vault, with the same restore code Velero's restore uses,
-// measures the time until each volume is available (and initialized, when asked), and deletes
-// every volume it made. It never touches a snapshot.
+// every volume of a backup (or a bounded sample) from its copies in its location's
+// copyToRegion, its vault copies, or its snapshots in the location's region (place.go), with
+// the same restore code Velero's restore uses, measures the time until each volume is
+// available (and initialized, when asked), and deletes every volume it made, also when
+// interrupted. It never touches a snapshot.
 //
 // Each volume carries audit.TagDrill with this install's identity from its creation (in the
 // CreateVolume request itself), so that the next drill, or `audit --delete-orphans`, deletes
@@ -10,9 +11,11 @@
 package drill
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,20 +43,38 @@ const (
 	// DefaultTimeout bounds the wait for the volumes; it stays below audit.DrillMaxDuration so
 	// that no running drill's volume is ever taken for a leftover.
 	DefaultTimeout = 2 * time.Hour
+	// createTimeout bounds one volume's restore, which outlasts an interruption of the drill: a
+	// CreateVolume cut off in flight could make a volume the drill never learns of. It is above
+	// the restore's own patience with lost answers (10 minutes).
+	createTimeout = 15 * time.Minute
+	// cleanupTimeout bounds the deletion of the drill's volumes and --record's write, which run
+	// on a context of their own: a drill stopped by Ctrl-C or SIGTERM still deletes its volumes.
+	cleanupTimeout = 5 * time.Minute
 	// initialized is DescribeVolumeStatus's progress of a fully initialized volume.
 	initialized = 100
-	// describePage is the page size of the drill's look-ups.
-	describePage = 1000
+	// filterBatch is how many values one filter of the drill's look-ups names: EC2 takes at
+	// most 200.
+	filterBatch = 200
 )
 
 // Options are what a drill is asked to do.
 type Options struct {
-	Backup, Location string
-	Limits           Limits
-	WaitInitialized  bool
-	Record           bool
-	PollInterval     time.Duration
-	Timeout          time.Duration
+	// Backup is the Backup drilled; without it, the newest finished backup of Schedule.
+	// Location, when set, is the location whose settings the drill uses instead of the
+	// backup's own; From is the place of that location it restores from, FromCopy when empty.
+	Backup, Schedule, Location string
+	From                       From
+	Limits                     Limits
+	WaitInitialized            bool
+	Record                     bool
+	PollInterval               time.Duration
+	Timeout                    time.Duration
+}
+
+// Clients hands out EC2 clients and names whose credentials they are (*ec2api.Factory).
+type Clients interface {
+	cli.Clients
+	Account(ctx context.Context, region string, creds ec2api.Credentials) (ec2api.Identity, error)
 }
 
 // Driller runs drills. Its fields are the narrow ports it works through.
@@ -62,7 +83,7 @@ type Driller struct {
 	Kube     client.Client
 	Records  audit.Records
 	Resolver cli.Resolver
-	Clients  cli.Clients
+	Clients  Clients
 	Clock    clock.Clock
 	Log      logrus.FieldLogger
 	// Namespace is Velero's; Provider the plugin's.
@@ -70,7 +91,8 @@ type Driller struct {
 }
 
 // Run drills o.Backup. An error means the drill could not start; a drill that ran returns its
-// report, passed or not.
+// report, passed or not. Once it made a volume, it deletes every volume it made, however ctx
+// ends.
 func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
@@ -78,15 +100,11 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	var backup velerov1.Backup
-	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: o.Backup}, &backup); err != nil {
-		return Report{}, fmt.Errorf("reading Backup %s/%s: %w", d.Namespace, o.Backup, err)
+	backup, err := d.backup(ctx, o)
+	if err != nil {
+		return Report{}, err
 	}
-	switch backup.Status.Phase {
-	case velerov1.BackupPhaseCompleted, velerov1.BackupPhasePartiallyFailed:
-	default:
-		return Report{}, fmt.Errorf("backup %s is %s: only a Completed or PartiallyFailed backup can be restored", o.Backup, backup.Status.Phase)
-	}
+	o.Backup = backup.Name
 	install, err := location.ReadInstall(ctx, d.Kube, d.Namespace)
 	if err != nil {
 		return Report{}, fmt.Errorf("a drill tags its volumes with this install's identity: %w", err)
@@ -99,36 +117,88 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	if len(mine) == 0 {
 		return Report{}, fmt.Errorf("backup %s recorded no snapshot through a VolumeSnapshotLocation of provider %s", o.Backup, d.Provider)
 	}
-	locName := o.Location
-	if locName == "" {
-		locName = mine[0].Location
-	}
-	cfg, creds, err := d.location(ctx, locName, &backup)
+	loc, err := d.location(ctx, cmp.Or(o.Location, mine[0].Location), &backup)
 	if err != nil {
 		return Report{}, err
 	}
-	c, err := d.Clients.Client(ctx, cfg.Region, creds)
+	place, err := placeOf(loc, cmp.Or(o.From, FromCopy))
 	if err != nil {
 		return Report{}, err
 	}
-	cands, err := candidates(ctx, c, mine)
+	place, account, err := d.identify(ctx, loc, place)
 	if err != nil {
 		return Report{}, err
 	}
-	plan := Choose(cands, o.Limits)
-	rep := Report{Backup: o.Backup, Location: locName, Region: cfg.Region, Started: d.Clock.Now(),
-		Skipped: plan.Skipped, Unrestorable: plan.Unrestorable}
-	rep.Leftovers, rep.Problems = d.deleteLeftovers(ctx, c, cfg.Region, creds, install)
-	restorer := restoring.NewRestorer(cfg, func(ctx context.Context, region string) (ec2api.EC2, error) {
-		return d.Clients.Client(ctx, region, creds)
-	}, ebs.WithClock(d.Clock), ebs.WithLogger(d.Log), ebs.WithVolumeTags(map[string]string{audit.TagDrill: install}))
-	d.restore(ctx, c, restorer, plan, o, &rep)
+	c, err := d.Clients.Client(ctx, place.Region, place.Creds)
+	if err != nil {
+		return Report{}, err
+	}
+	listed, err := listSnapshots(ctx, c, mine, place.Source)
+	if err != nil {
+		return Report{}, err
+	}
+	plan := Choose(candidates(mine, listed, place.Source), o.Limits, missing(place, account))
+	rep := Report{Backup: o.Backup, Location: place.Location, From: place.From, Region: place.Region, Account: account, Note: place.Note,
+		Started: d.Clock.Now(), Skipped: plan.Skipped, Unrestorable: plan.Unrestorable}
+	rep.Leftovers, rep.Problems = d.deleteLeftovers(ctx, c, place.Region, place.Creds, install)
+	restorer := restoring.NewRestorer(place.Config, func(ctx context.Context, region string) (ec2api.EC2, error) {
+		return d.Clients.Client(ctx, region, place.Creds)
+	}, ebs.WithClock(d.Clock), ebs.WithLogger(d.Log), ebs.WithVolumeTags(map[string]string{audit.TagDrill: install}), ebs.WithRestoreSource(place.Source))
+	d.restore(ctx, restorer, plan, &rep)
+	d.wait(ctx, c, o, &rep)
+	// What is left runs on a context of its own: a drill stopped by Ctrl-C or SIGTERM still
+	// deletes every volume it made, and records that it was stopped.
+	done, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if ctx.Err() != nil {
+		d.Log.Warnf("drill interrupted (%v): deleting the volumes it made (for at most %s)", context.Cause(ctx), cleanupTimeout)
+	}
+	d.deleteVolumes(done, c, &rep)
 	if o.Record {
-		if err := d.record(ctx, &backup, rep.Summary()); err != nil {
+		if err := d.record(done, &backup, rep.Summary()); err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
 		}
 	}
 	return rep, nil
+}
+
+// backup reads the Backup o names, or the newest finished one of its Schedule.
+func (d *Driller) backup(ctx context.Context, o Options) (velerov1.Backup, error) {
+	var backup velerov1.Backup
+	if o.Backup == "" {
+		var list velerov1.BackupList
+		if err := d.Kube.List(ctx, &list, client.InNamespace(d.Namespace), client.MatchingLabels{velerov1.ScheduleNameLabel: o.Schedule}); err != nil {
+			return backup, fmt.Errorf("listing the backups of Schedule %s/%s: %w", d.Namespace, o.Schedule, err)
+		}
+		return newestFinished(list.Items, o.Schedule)
+	}
+	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: o.Backup}, &backup); err != nil {
+		return backup, fmt.Errorf("reading Backup %s/%s: %w", d.Namespace, o.Backup, err)
+	}
+	if !finished(backup) {
+		return backup, fmt.Errorf("backup %s is %s: only a Completed or PartiallyFailed backup can be restored", o.Backup, backup.Status.Phase)
+	}
+	return backup, nil
+}
+
+// finished reports whether a backup can be restored: Completed or PartiallyFailed.
+func finished(b velerov1.Backup) bool {
+	return b.Status.Phase == velerov1.BackupPhaseCompleted || b.Status.Phase == velerov1.BackupPhasePartiallyFailed
+}
+
+// newestFinished is the backup of schedule, among backups, that started last of those that can
+// be restored. It is pure.
+func newestFinished(backups []velerov1.Backup, schedule string) (velerov1.Backup, error) {
+	var newest *velerov1.Backup
+	for i, b := range backups {
+		if finished(b) && (newest == nil || newest.Status.StartTimestamp.Before(b.Status.StartTimestamp)) {
+			newest = &backups[i]
+		}
+	}
+	if newest == nil {
+		return velerov1.Backup{}, fmt.Errorf("schedule %s has no Completed or PartiallyFailed backup (of %d)", schedule, len(backups))
+	}
+	return *newest, nil
 }
 
 // ours are the recorded snapshots taken through a location of this provider.
@@ -150,19 +220,19 @@ func (d *Driller) ours(ctx context.Context, recorded []audit.RecordedSnapshot) [
 	return out
 }
 
-// location reads the VolumeSnapshotLocation name and its credentials as a restore would find
-// them.
-func (d *Driller) location(ctx context.Context, name string, backup *velerov1.Backup) (model.Config, ec2api.Credentials, error) {
+// location reads the VolumeSnapshotLocation name, its config and its credentials, and its
+// vault's, as the item actions find them for the backup.
+func (d *Driller) location(ctx context.Context, name string, backup *velerov1.Backup) (locationView, error) {
 	var vsl velerov1.VolumeSnapshotLocation
 	if err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: name}, &vsl); err != nil {
-		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("reading VolumeSnapshotLocation %s/%s: %w", d.Namespace, name, err)
+		return locationView{}, fmt.Errorf("reading VolumeSnapshotLocation %s/%s: %w", d.Namespace, name, err)
 	}
 	if vsl.Spec.Provider != d.Provider {
-		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("VolumeSnapshotLocation %s is of provider %q, not %s", name, vsl.Spec.Provider, d.Provider)
+		return locationView{}, fmt.Errorf("VolumeSnapshotLocation %s is of provider %q, not %s", name, vsl.Spec.Provider, d.Provider)
 	}
 	cfg, err := model.ParseConfig(vsl.Spec.Config)
 	if err != nil {
-		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("VolumeSnapshotLocation %s: %w", name, err)
+		return locationView{}, fmt.Errorf("VolumeSnapshotLocation %s: %w", name, err)
 	}
 	named := backup.DeepCopy()
 	named.Spec.VolumeSnapshotLocations = []string{name}
@@ -171,44 +241,52 @@ func (d *Driller) location(ctx context.Context, name string, backup *velerov1.Ba
 		err = errors.New(choice.Note)
 	}
 	if err != nil {
-		return model.Config{}, ec2api.Credentials{}, fmt.Errorf("the credentials of location %s: %w", name, err)
+		return locationView{}, fmt.Errorf("the credentials of location %s: %w", name, err)
 	}
-	return cfg, choice.Locations[0].Credentials, nil
+	found := choice.Locations[0]
+	return locationView{Name: name, Cfg: cfg, Creds: found.Credentials, Vault: found.Vault}, nil
 }
 
-// candidates finds, for each recorded snapshot, the size of what the region holds of it: the
-// snapshot itself or its completed copy.
-func candidates(ctx context.Context, c ec2api.EC2, recorded []audit.RecordedSnapshot) ([]Candidate, error) {
+// identify asks STS whose the place's credentials are, and, for the vault, whose the
+// location's own are, and completes the place with them (withAccounts). It returns the
+// place's account.
+func (d *Driller) identify(ctx context.Context, loc locationView, p Place) (Place, string, error) {
+	here, err := d.Clients.Account(ctx, p.Region, p.Creds)
+	if err != nil {
+		return Place{}, "", fmt.Errorf("the account the drill restores in: %w", err)
+	}
+	own := here
+	if p.From == FromVault {
+		if own, err = d.Clients.Account(ctx, loc.Cfg.Region, loc.Creds); err != nil {
+			return Place{}, "", fmt.Errorf("the account of location %s, whose vault copies are drilled: %w", loc.Name, err)
+		}
+	}
+	p, err = withAccounts(p, own.Account, here.Account)
+	return p, here.Account, err
+}
+
+// listSnapshots lists what c's account holds completed in its region of the recorded
+// snapshots, the snapshots themselves (unless src takes only copies) and their copies: what
+// a restore there may take.
+func listSnapshots(ctx context.Context, c ec2api.EC2, recorded []audit.RecordedSnapshot, src model.RestoreSource) ([]types.Snapshot, error) {
 	ids := make([]string, 0, len(recorded))
 	for _, r := range recorded {
 		ids = append(ids, r.ID)
 	}
-	size := map[string]int32{}
-	for _, f := range []types.Filter{
-		{Name: aws.String("snapshot-id"), Values: ids},
-		{Name: aws.String("tag:" + model.TagSourceSnapshotID), Values: ids},
-	} {
-		in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, MaxResults: aws.Int32(describePage), Filters: []types.Filter{f,
-			{Name: aws.String("status"), Values: []string{string(types.SnapshotStateCompleted)}}}}
-		for pages := ec2.NewDescribeSnapshotsPaginator(c, in); pages.HasMorePages(); {
-			page, err := pages.NextPage(ctx)
+	by := []string{"tag:" + model.TagSourceSnapshotID}
+	if !src.CopiesOnly {
+		by = append(by, "snapshot-id")
+	}
+	completed := types.Filter{Name: aws.String("status"), Values: []string{string(types.SnapshotStateCompleted)}}
+	var out []types.Snapshot
+	for _, name := range by {
+		for batch := range slices.Chunk(ids, filterBatch) {
+			snaps, err := ebs.DescribeSnapshots(ctx, c, []types.Filter{{Name: aws.String(name), Values: batch}, completed})
 			if err != nil {
 				return nil, fmt.Errorf("looking up the backup's snapshots and copies: %w", err)
 			}
-			for _, s := range page.Snapshots {
-				id := aws.ToString(s.SnapshotId)
-				for _, t := range s.Tags {
-					if aws.ToString(t.Key) == model.TagSourceSnapshotID {
-						id = aws.ToString(t.Value)
-					}
-				}
-				size[id] = aws.ToInt32(s.VolumeSize)
-			}
+			out = append(out, snaps...)
 		}
-	}
-	out := make([]Candidate, 0, len(recorded))
-	for _, r := range recorded {
-		out = append(out, Candidate{RecordedSnapshot: r, SizeGiB: size[r.ID]})
 	}
 	return out, nil
 }
@@ -234,11 +312,16 @@ func (d *Driller) deleteLeftovers(ctx context.Context, c ec2api.EC2, region stri
 }
 
 // restore creates the plan's volumes with restorer (which tags each as this install's drill's),
-// waits for them, and deletes them all.
-func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *restoring.Restorer, plan Plan, o Options, rep *Report) {
-	for _, cand := range plan.Restore {
+// one after another, each on a context of its own (createVolume). Once ctx ends it starts no
+// other.
+func (d *Driller) restore(ctx context.Context, restorer *restoring.Restorer, plan Plan, rep *Report) {
+	for i, cand := range plan.Restore {
+		if ctx.Err() != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("interrupted (%v) before restoring %d of the %d volumes", context.Cause(ctx), len(plan.Restore)-i, len(plan.Restore)))
+			return
+		}
 		v := VolumeResult{PV: cand.PV, SnapshotID: cand.ID, SizeGiB: cand.SizeGiB}
-		id, err := restorer.CreateVolumeFromSnapshot(ctx, cand.ID, cand.VolumeType, cand.VolumeAZ, cand.VolumeIOPS)
+		id, err := createVolume(ctx, restorer, cand)
 		if err != nil {
 			v.Error = "restoring: " + err.Error()
 			rep.Problems = append(rep.Problems, fmt.Sprintf("PV %s: %s", cand.PV, v.Error))
@@ -246,7 +329,18 @@ func (d *Driller) restore(ctx context.Context, c ec2api.EC2, restorer *restoring
 		v.VolumeID = id
 		rep.Volumes = append(rep.Volumes, v)
 	}
-	d.wait(ctx, c, o, rep)
+}
+
+// createVolume restores cand's volume, bounded by createTimeout but not by the end of ctx: an
+// interrupted drill lets the restore under way end, so that it knows every volume it made.
+func createVolume(ctx context.Context, restorer *restoring.Restorer, cand Candidate) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	return restorer.CreateVolumeFromSnapshot(ctx, cand.ID, cand.VolumeType, cand.VolumeAZ, cand.VolumeIOPS)
+}
+
+// deleteVolumes deletes every volume the drill made.
+func (d *Driller) deleteVolumes(ctx context.Context, c ec2api.EC2, rep *Report) {
 	for i := range rep.Volumes {
 		v := &rep.Volumes[i]
 		if v.VolumeID == "" {
@@ -277,7 +371,7 @@ func (d *Driller) wait(ctx context.Context, c ec2api.EC2, o Options, rep *Report
 		}
 		select {
 		case <-ctx.Done():
-			rep.Problems = append(rep.Problems, "interrupted: "+ctx.Err().Error())
+			rep.Problems = append(rep.Problems, fmt.Sprintf("interrupted (%v) while waiting for %d volumes", context.Cause(ctx), len(pending)))
 			return
 		case <-d.Clock.After(o.PollInterval):
 		}
@@ -313,7 +407,12 @@ func (d *Driller) poll(ctx context.Context, c ec2api.EC2, waitInit bool, rep *Re
 	since := cli.Seconds(d.Clock.Since(rep.Started))
 	if out, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: ids}); err == nil {
 		for _, vol := range out.Volumes {
-			if v := byID[aws.ToString(vol.VolumeId)]; v != nil && vol.State == types.VolumeStateAvailable && v.ToAvailable == 0 {
+			v := byID[aws.ToString(vol.VolumeId)]
+			if v == nil {
+				continue
+			}
+			v.RestoredFrom = aws.ToString(vol.SnapshotId)
+			if vol.State == types.VolumeStateAvailable && v.ToAvailable == 0 {
 				v.ToAvailable = since
 			}
 		}

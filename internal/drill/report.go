@@ -12,10 +12,16 @@ import (
 
 // Report is what a drill did and measured.
 type Report struct {
-	Backup   string    `json:"backup"`
-	Location string    `json:"location"`
-	Region   string    `json:"region"`
-	Started  time.Time `json:"started"`
+	Backup string `json:"backup"`
+	// Location is the location whose settings the drill used; From the place of it the drill
+	// restored from, in Region of Account.
+	Location string `json:"location"`
+	From     From   `json:"from"`
+	Region   string `json:"region"`
+	Account  string `json:"account"`
+	// Note says why the drill restored elsewhere than asked.
+	Note    string    `json:"note,omitempty"`
+	Started time.Time `json:"started"`
 	// Volumes are the volumes restored, each with its times.
 	Volumes []VolumeResult `json:"volumes"`
 	// Skipped were left out of the sample; Unrestorable could not be restored in the region.
@@ -36,7 +42,10 @@ type VolumeResult struct {
 	PV         string `json:"pv"`
 	SnapshotID string `json:"snapshotId"`
 	VolumeID   string `json:"volumeId,omitempty"`
-	SizeGiB    int32  `json:"sizeGiB"`
+	// RestoredFrom is the snapshot EC2 says the volume was made from: the recorded one, or
+	// the copy taken.
+	RestoredFrom string `json:"restoredFrom,omitempty"`
+	SizeGiB      int32  `json:"sizeGiB"`
 	// ToAvailable and ToInitialized are from the drill's start; zero when not reached.
 	ToAvailable   cli.Seconds `json:"toAvailableSeconds,omitempty"`
 	ToInitialized cli.Seconds `json:"toInitializedSeconds,omitempty"`
@@ -62,8 +71,8 @@ func (r Report) Summary() string {
 	if !r.Passed() {
 		verdict = "failed"
 	}
-	s := fmt.Sprintf("%s %s: %d volumes restored in %s through location %s, available in %s", verdict,
-		r.Started.UTC().Format(time.RFC3339), len(r.Volumes), r.Region, r.Location, r.ToAvailable.Duration().Round(time.Second))
+	s := fmt.Sprintf("%s %s: %d volumes restored from %s (account %s, location %s), available in %s", verdict,
+		r.Started.UTC().Format(time.RFC3339), len(r.Volumes), r.fromWords(), r.Account, r.Location, r.ToAvailable.Duration().Round(time.Second))
 	if r.ToInitialized > 0 {
 		s += fmt.Sprintf(", initialized in %s", r.ToInitialized.Duration().Round(time.Second))
 	}
@@ -79,9 +88,12 @@ func (r Report) Summary() string {
 // WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
 	tw := cli.Table(w)
-	fmt.Fprintf(tw, "Drill of backup %s in %s (location %s)\n", r.Backup, r.Region, r.Location)
+	fmt.Fprintf(tw, "Drill of backup %s from %s (account %s, location %s)\n", r.Backup, r.fromWords(), r.Account, r.Location)
+	if r.Note != "" {
+		fmt.Fprintf(tw, "  ! %s\n", r.Note)
+	}
 	for _, v := range r.Volumes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, cmp.Or(v.VolumeID, "-"), v.SizeGiB,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d GiB\tavailable %s\tinitialized %s\t%s\n", v.PV, v.SnapshotID, restoredFrom(v), cmp.Or(v.VolumeID, "-"), v.SizeGiB,
 			dur(v.ToAvailable.Duration()), dur(v.ToInitialized.Duration()), deleted(v))
 	}
 	for _, s := range r.Unrestorable {
@@ -98,6 +110,25 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, r.Summary())
 	return tw.Flush()
+}
+
+// fromWords say what the drill restored from: "the copies in us-west-2".
+func (r Report) fromWords() string {
+	switch r.From {
+	case FromCopy:
+		return "the copies in " + r.Region
+	case FromVault:
+		return "the vault copies in " + r.Region
+	}
+	return "the snapshots in " + r.Region
+}
+
+// restoredFrom says which snapshot a volume was made from, when it is not the recorded one.
+func restoredFrom(v VolumeResult) string {
+	if v.RestoredFrom == "" || v.RestoredFrom == v.SnapshotID {
+		return "-"
+	}
+	return "from " + v.RestoredFrom
 }
 
 func deleted(v VolumeResult) string {

@@ -52,6 +52,7 @@ type Settings struct {
 	Vault          ec2api.Regional
 	VolumeTags     map[string]string
 	Install        func() string
+	RestoreSource  model.RestoreSource
 }
 
 func NewSettings(opts []Option) Settings {
@@ -131,3 +132,9 @@ func WithVolumeTags(tags map[string]string) Option { return func(s *Settings) { 
 // call first needs it; "" when it cannot be read. A snapshot without the backup's UID that
 // another install took is then never one of the backup's.
 func WithInstall(install func() string) Option { return func(s *Settings) { s.Install = install } }
+
+// WithRestoreSource makes a Restorer make its volumes only from the snapshots src takes (by
+// default, Velero's restore's: the recorded snapshot, else any copy of it in the region).
+func WithRestoreSource(src model.RestoreSource) Option {
+	return func(s *Settings) { s.RestoreSource = src }
+}

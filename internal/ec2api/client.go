@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/secretfile"
 )
 
 // Credentials selects where the SDK finds credentials beyond its default chain (environment,
@@ -209,8 +210,9 @@ func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentia
 
 // loadConfig loads the SDK's config for region and profile, with the shared credentials file
 // content when hasFile. The SDK reads credentials files only by path, and only while loading:
-// content is written to a private file that lives as long as the load, so what is loaded is
-// exactly the content keyed, whatever the location's file holds by now.
+// content is put in a file of its own that lives as long as the load (in memory where the
+// system allows, secretfile), so what is loaded is exactly the content keyed, whatever the
+// location's file holds by now.
 func loadConfig(ctx context.Context, region, profile string, content []byte, hasFile bool) (aws.Config, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRegion(region),
@@ -221,13 +223,10 @@ func loadConfig(ctx context.Context, region, profile string, content []byte, has
 		loadOpts = append(loadOpts, config.WithSharedConfigProfile(profile))
 	}
 	if hasFile {
-		dir, err := os.MkdirTemp("", "velero-async-aws-config-") // mode 0700
+		files := secretfile.New("velero-async-aws-config-", nil)
+		defer files.Close()
+		path, err := files.Put("credentials", content)
 		if err != nil {
-			return aws.Config{}, err
-		}
-		defer os.RemoveAll(dir)
-		path := filepath.Join(dir, "credentials")
-		if err := os.WriteFile(path, content, 0o600); err != nil {
 			return aws.Config{}, err
 		}
 		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{path}))

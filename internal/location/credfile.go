@@ -37,9 +37,11 @@ func credentialsFileName(ns, secret, key string) string {
 // credentialsNameBytes is how many bytes of the digest name a credentials file: 128 bits.
 const credentialsNameBytes = 16
 
-// credentialFiles are the files the Secret keys are written to, under tempDir.
+// credentialFiles are the files the Secret keys are written to, under tempDir, or put in
+// files when set (WithFiles).
 type credentialFiles struct {
 	tempDir string
+	files   Files
 	fileMu  sync.Mutex
 }
 
@@ -71,10 +73,13 @@ func (s *credentialFiles) credentialsDir(ns string) (string, error) {
 	return dir, nil
 }
 
-// writeFile puts data in <credentialsDir(ns)>/<name> with mode 0600, rewriting it only when its
-// content or mode differs. The new content is renamed into place, so a reader never sees a
+// writeFile puts data in <credentialsDir(ns)>/<name> with mode 0600 (in files, when set: name
+// already tells namespaces apart), rewriting it only when its content or mode differs. The new content is renamed into place, so a reader never sees a
 // partial file. data is never logged.
 func (s *credentialFiles) writeFile(ns, name string, data []byte) (string, error) {
+	if s.files != nil {
+		return s.files.Put(name, data)
+	}
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
 	dir, err := s.credentialsDir(ns)

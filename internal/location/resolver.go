@@ -144,6 +144,15 @@ func WithNamespace(ns string) Option { return func(s *state) { s.namespace = ns 
 // os.TempDir().
 func WithTempDir(dir string) Option { return func(s *state) { s.tempDir = dir } }
 
+// Files holds credentials files at paths the AWS SDK reads (*secretfile.Files).
+type Files interface {
+	Put(name string, data []byte) (path string, err error)
+}
+
+// WithFiles makes the Resolver put the Secret keys it resolves in files instead of writing
+// them under the temp dir: a command's in-memory files, which never touch disk.
+func WithFiles(files Files) Option { return func(s *state) { s.files = files } }
+
 // WithLogger sets the logger; by default logrus's standard logger.
 func WithLogger(log logrus.FieldLogger) Option { return func(s *state) { s.log = log } }
 

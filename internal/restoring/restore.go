@@ -45,7 +45,7 @@ func NewRestorer(cfg model.Config, clients ec2api.Regional, opts ...ebs.Option) 
 // nothing itself.
 func (s *Restorer) CreateVolumeFromSnapshot(ctx context.Context, snapshotID, volumeType, volumeAZ string, iops *int64) (string, error) {
 	req := restoreRequest{snapshotID: snapshotID, volumeType: volumeType, volumeAZ: volumeAZ, iops: iops}
-	pol := restorePolicy{cfg: s.cfg, clusterName: s.ClusterName, patience: s.CreatePatience, volumeTags: s.VolumeTags}
+	pol := restorePolicy{cfg: s.cfg, clusterName: s.ClusterName, patience: s.CreatePatience, volumeTags: s.VolumeTags, from: s.RestoreSource}
 	var seen restoreSeen
 	seen.session, seen.sessionErr = restoreSession()
 	for {

@@ -44,6 +44,8 @@ type restorePolicy struct {
 	patience time.Duration
 	// volumeTags are tags every restored volume carries from its creation (WithVolumeTags).
 	volumeTags map[string]string
+	// from is which snapshots the volume may be made from (WithRestoreSource).
+	from model.RestoreSource
 }
 
 // restoreSeen is what a restore has read from EC2 and the answers to its requests, in order.
@@ -129,7 +131,7 @@ const restoreLookUpWait = 2 * time.Second
 
 // decideRestore decides a restore's next step from what it has seen. The volume comes from the
 // recorded snapshot when the location's region holds it, else from its first completed copy
-// there; in the zone the location names, else the backed-up volume's (the zone recorded at
+// there, of those the policy's source takes; in the zone the location names, else the backed-up volume's (the zone recorded at
 // backup when Velero passes none, in the snapshot's own region), else the same letter, else
 // the region's first; with the backed-up volume's settings. Every request carries a restore
 // token, as its ClientToken and tag: a lost answer is followed by a look-up by that tag and the
@@ -143,7 +145,7 @@ func decideRestore(seen restoreSeen, req restoreRequest, pol restorePolicy, now 
 	if seen.err != nil {
 		return restorePlan{err: seen.err}
 	}
-	snap, plan := restoreSource(seen, req.snapshotID, pol.cfg.Region)
+	snap, plan := restoreSource(seen, req.snapshotID, pol.cfg.Region, pol.from)
 	if snap == nil {
 		return plan
 	}
@@ -173,22 +175,29 @@ func decideRestore(seen restoreSeen, req restoreRequest, pol restorePolicy, now 
 	return decideCreate(seen.sent, in, seen.session, pol, volumeTags, now)
 }
 
-// restoreSource returns the snapshot to restore from: the recorded one when the region holds
-// it completed, else its first completed copy there. Without one, plan says what to read next,
-// or the error saying what there is instead.
-func restoreSource(seen restoreSeen, snapshotID, here string) (*types.Snapshot, restorePlan) {
+// restoreSource returns the snapshot to restore from: the recorded one when from takes it and
+// the region holds it completed, else the first completed copy there that from takes. Without
+// one, plan says what to read next, or the error saying what there is instead.
+func restoreSource(seen restoreSeen, snapshotID, here string, from model.RestoreSource) (*types.Snapshot, restorePlan) {
 	switch {
+	case from.CopiesOnly:
 	case !seen.recordedRead:
 		return nil, restorePlan{next: []restoreAction{{step: readRecorded}}}
 	case seen.recorded != nil && seen.recorded.State != types.SnapshotStateCompleted:
 		return nil, restorePlan{err: fmt.Errorf("snapshot %s in %s is %s, not completed", snapshotID, here, seen.recorded.State)}
 	case seen.recorded != nil:
 		return seen.recorded, restorePlan{}
-	case !seen.copiesRead:
+	}
+	if !seen.copiesRead {
 		return nil, restorePlan{next: []restoreAction{{step: readCopies}}}
 	}
 	var states []string
 	for i, c := range seen.copies {
+		if !from.Takes(c, snapshotID) {
+			states = append(states, fmt.Sprintf("%s is no %s (%s=%q, %s=%q)", aws.ToString(c.SnapshotId), from.Kind(),
+				model.TagSourceSnapshotID, model.TagValue(c.Tags, model.TagSourceSnapshotID), model.TagSourceAccount, model.TagValue(c.Tags, model.TagSourceAccount)))
+			continue
+		}
 		if c.State == types.SnapshotStateCompleted {
 			return &seen.copies[i], restorePlan{}
 		}
@@ -200,6 +209,13 @@ func restoreSource(seen restoreSeen, snapshotID, here string) (*types.Snapshot, 
 			state += ": " + msg
 		}
 		states = append(states, fmt.Sprintf("copy %s is %s", aws.ToString(c.SnapshotId), state))
+	}
+	if from.CopiesOnly {
+		// A drill of the copies: the recorded snapshot, wherever it is, is not asked about.
+		if len(states) == 0 {
+			return nil, restorePlan{err: fmt.Errorf("snapshot %s has no %s in %s", snapshotID, from.Kind(), here)}
+		}
+		return nil, restorePlan{err: fmt.Errorf("snapshot %s has no completed %s in %s (%s)", snapshotID, from.Kind(), here, strings.Join(states, "; "))}
 	}
 	if len(states) == 0 {
 		return nil, restorePlan{err: fmt.Errorf("snapshot %s is not in %s and has no copy there", snapshotID, here)}

@@ -26,6 +26,18 @@ func TestDecideRestore(t *testing.T) {
 		zone("us-east-1a", types.AvailabilityZoneStateAvailable, "availability-zone"),
 		zone("us-east-1c", types.AvailabilityZoneStateAvailable, "availability-zone"),
 	}
+	vaultCopyOf := func(id, account string) types.Snapshot {
+		c := mockec2.CopyOfSnap(id, recorded, types.SnapshotStateCompleted)
+		c.Tags = append(c.Tags, types.Tag{Key: aws.String(model.TagSourceAccount), Value: aws.String(account)})
+		return c
+	}
+	ours, theirs := vaultCopyOf("snap-0000000d", "111111111111"), vaultCopyOf("snap-00000010", "333333333333")
+	copiesOnly, vaultOnly := east, east
+	copiesOnly.from = model.RestoreSource{CopiesOnly: true}
+	vaultOnly.from = model.RestoreSource{CopiesOnly: true, VaultOf: "111111111111"}
+	copiesRead := func(copies ...types.Snapshot) restoreSeen {
+		return restoreSeen{session: "session", copiesRead: true, copies: copies}
+	}
 	withRate := east
 	withVolumeTags := east
 	withVolumeTags.volumeTags = map[string]string{"team": "drills"}
@@ -91,6 +103,22 @@ func TestDecideRestore(t *testing.T) {
 			wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
 				wantField(t, "SnapshotId", aws.ToString(in.SnapshotId), "snap-0000000b")
 			}},
+		{name: "a drill of the copies never asks for the recorded snapshot: it lists the copies", req: req, pol: copiesOnly,
+			wantSteps: []restoreStep{readCopies}},
+		{name: "a drill of the copies passes over a vault copy in the region and restores from the regional copy",
+			seen: copiesRead(ours, doneCopy), req: req, pol: copiesOnly, wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
+				wantField(t, "SnapshotId", aws.ToString(in.SnapshotId), "snap-0000000b")
+			}},
+		{name: "a drill of the copies in a region without one fails saying so, whatever else the region holds",
+			seen: restoreSeen{recordedRead: true, recorded: &recorded, copiesRead: true}, req: req, pol: copiesOnly,
+			wantErr: []string{"snapshot snap-0000000a has no copy in us-east-1"}},
+		{name: "a drill of the vault restores from the vault copy of its account's snapshot, not another account's",
+			seen: copiesRead(theirs, ours), req: req, pol: vaultOnly, wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
+				wantField(t, "SnapshotId", aws.ToString(in.SnapshotId), "snap-0000000d")
+			}},
+		{name: "a drill of the vault holding only another account's vault copy fails naming it and its source account",
+			seen: copiesRead(theirs, doneCopy), req: req, pol: vaultOnly,
+			wantErr: []string{"has no completed vault copy of account 111111111111's snapshot in us-east-1", "snap-00000010 is no vault copy", `"333333333333"`, "snap-0000000b is no vault copy"}},
 		{name: "restoreAvailabilityZone wins without a look at the zones", seen: read, req: req, pol: east,
 			wantSteps: []restoreStep{sendCreate}, wantIn: func(t *testing.T, in *ec2.CreateVolumeInput) {
 				wantField(t, "AvailabilityZone", aws.ToString(in.AvailabilityZone), "us-east-1b")

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +57,7 @@ func (r *rig) drill(sim simClient, backup string) {
 	t := r.t
 	source := r.cluster
 	sources, copies := backupSnapshots(sim, r.acctA().ID, backup)
+	r.drillCopies(sim, backup, copies)
 
 	r.step("replicating bucket %s to %s in %s, as S3 Cross-Region Replication keeps it", bucket, replicaBucket, copyRegion)
 	r.saw("%d objects replicated", r.replicate(bucket, replicaBucket))
@@ -128,6 +131,39 @@ func (r *rig) drill(sim simClient, backup string) {
 
 	r.failback(sim, source, recovery)
 	r.volumeBackup(sim, r.mainBackup(afterOutageBackup, ""))
+}
+
+// drillCopies is what a user runs before the worst day: `drill` of backup with no flag but
+// --confirm restores every volume from its copy in the copy region (one of copies, never the
+// source), in the source cluster's account, times it and leaves no volume behind.
+func (r *rig) drillCopies(sim simClient, backup string, copies []simObject) {
+	t := r.t
+	acct := r.acctA()
+	r.step("velero-plugin-for-aws-async drill --backup %s --confirm: the copies in %s, through the backup's own location", backup, copyRegion)
+	before := len(live(sim.listIn("volumes", copyRegion, acct.ID)))
+	out, code := r.runSubcommand(drill.Command, "--backup", backup, "--confirm", "--output", "json")
+	r.saveLog("drill-copies-"+backup, out)
+	r.saw("drill: exit status %d\n%s", code, indent(out))
+	var rep drill.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("drill --output json: %v\n%s", err, out)
+	}
+	if code != drill.ExitPassed || rep.From != drill.FromCopy || rep.Region != copyRegion || rep.Account != acct.ID || rep.Location != vslName {
+		t.Errorf("drill: exit %d, from %s in %s of %s through %s; want %d, from %s in %s of %s through %s",
+			code, rep.From, rep.Region, rep.Account, rep.Location, drill.ExitPassed, drill.FromCopy, copyRegion, acct.ID, vslName)
+	}
+	copyIDs := snapshotIDs(copies)
+	if len(rep.Volumes) != len(copies) {
+		t.Errorf("the drill restored %d volumes, want one from each of the %d copies", len(rep.Volumes), len(copies))
+	}
+	for _, v := range rep.Volumes {
+		if !slices.Contains(copyIDs, v.RestoredFrom) || !v.Deleted {
+			t.Errorf("volume %s of %s: made from %s (want one of the copies %v), deleted %v", v.VolumeID, v.SnapshotID, v.RestoredFrom, copyIDs, v.Deleted)
+		}
+	}
+	if after := live(sim.listIn("volumes", copyRegion, acct.ID)); len(after) != before {
+		t.Errorf("%d volumes in %s after the drill, %d before", len(after), copyRegion, before)
+	}
 }
 
 // failback ends the drill, whether it got through or not: the source region is back, the

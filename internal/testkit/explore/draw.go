@@ -407,7 +407,7 @@ func explore(t *rapid.T, counts func(category) bool) *world {
 	w.settle()
 	// The operator's next audit, once the backup's deletion has settled: --delete-orphans through
 	// a location drawn.
-	only := rapid.SampledFrom(append([]string{""}, w.drillLocations()...)).Draw(t, "audit --location after the deletion (\"\": every one)")
+	only := rapid.SampledFrom(append([]string{""}, w.auditLocations()...)).Draw(t, "audit --location after the deletion (\"\": every one)")
 	w.deleteOrphans(only, rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace after the deletion"), true)
 	w.checkStep()
 	return w

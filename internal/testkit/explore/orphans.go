@@ -116,7 +116,7 @@ func countOf(kinds []string, actor string) int {
 func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 	switch actor {
 	case actDeleteOrphans:
-		only := rapid.SampledFrom(append([]string{""}, w.drillLocations()...)).Draw(t, "audit --location (\"\": every one)")
+		only := rapid.SampledFrom(append([]string{""}, w.auditLocations()...)).Draw(t, "audit --location (\"\": every one)")
 		grace := rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace")
 		available := rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0
 		w.listingMisread = rapid.IntRange(0, 5).Draw(t, "storage location pointing at another cluster's bucket (0)") == 0
@@ -126,7 +126,7 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
 	case actDrill:
-		w.drill(rapid.SampledFrom(w.drillLocations()).Draw(t, "drill through"), rapid.IntRange(0, maxPVs).Draw(t, "--max-volumes (0: all)"))
+		w.drill(rapid.SampledFrom(w.drillWays()).Draw(t, "drill --location, --from"), rapid.IntRange(0, maxPVs).Draw(t, "--max-volumes (0: all)"))
 	}
 }
 
@@ -450,4 +450,23 @@ func (c clusterClients) Client(_ context.Context, region string, creds ec2api.Cr
 		return nil, err
 	}
 	return c.w.client(c.role, account, region, true), nil
+}
+
+// Account is the account of the credentials, as STS would name it.
+func (c clusterClients) Account(_ context.Context, _ string, creds ec2api.Credentials) (ec2api.Identity, error) {
+	account, err := c.w.accountOfCredentials(creds)
+	return ec2api.Identity{Account: account}, err
+}
+
+// auditLocations are the locations an audit's --location may name: the backup's, and the
+// recovery location and the one restoring from the vault where the config has them.
+func (w *world) auditLocations() []string {
+	out := []string{locationName}
+	if w.cfg.CopyToRegion != "" {
+		out = append(out, recoveryLocation)
+	}
+	if w.cfg.Vault.Enabled() {
+		out = append(out, vaultRecoveryLocation)
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
+	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 )
@@ -38,7 +39,7 @@ func drillRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 	w.Backup("b1", "", w.Clock.Now(), velerov1.BackupPhaseCompleted, w.Take("b1", w.Vols[0], audittest.Outcome{}))
 	w.Take("deleted", w.Vols[1], audittest.Outcome{Unlocked: true})
 
-	d := &drill.Driller{Kube: w.Kube(), Records: w.Records, Resolver: w.Resolver(), Clients: w.Clients(), Clock: w.Clock,
+	d := &drill.Driller{Kube: w.Kube(), Records: w.Records, Resolver: w.Resolver(), Clients: drillClients{w.Clients()}, Clock: w.Clock,
 		Log: logrus.New(), Namespace: audittest.VeleroNS, Provider: location.DefaultProvider}
 	done := make(chan drill.Report, 1)
 	errs := make(chan error, 1)
@@ -78,6 +79,15 @@ func drillRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
 		problems = append(problems, "audit --delete-orphans did not delete the deleted backup's three snapshots")
 	}
 	return problems
+}
+
+// drillClients are the world's clients, with STS's answer of whose credentials they are (STS
+// needs no permission).
+type drillClients struct{ audittest.SimClients }
+
+func (drillClients) Account(_ context.Context, _ string, creds ec2api.Credentials) (ec2api.Identity, error) {
+	accounts := map[string]string{audittest.SourceProfile: audittest.SourceAccount, audittest.VaultProfile: audittest.VaultAccount}
+	return ec2api.Identity{Account: accounts[creds.Profile]}, nil
 }
 
 // TestIAMDrillAndAuditNeedExactlyTheREADMEStatements runs a drill and an audit that deletes
