@@ -88,3 +88,68 @@ func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 	r.CountLeaked(deleted, deletionSettle)
 	require(t, deleted)
 }
+
+// Vault copies with no key of the vault account anywhere the plugin looks: the vault's Secret
+// holds a shared config profile that assumes the vault role from the source role, which the
+// web identity token of Velero's service account assumes (IRSA). The vault role is allowed only
+// the README's vault actions. Every operation completes with its vault copy locked and nothing
+// shared; a recovery location assuming the vault's restore role the same way restores from the
+// vault; the deletion keeps the locked copies.
+func TestVaultCopiesThroughAnAssumedRole(t *testing.T) {
+	const volumes = 8
+	r := newAPIRig(t, rig.WithVaultRole(rig.WithAccounts(rig.FastConfig(29), nil, nil), vaultIAM), volumes)
+	loc, err := r.VaultLocation("", model.LockModeGovernance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PutVaultRole(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
+	defer cancel()
+	found := &rig.Result{}
+	res, err := r.Backup(ctx, found, "vaulted-by-role", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Check(found, res, nil)
+	r.CheckVault(found, res, loc)
+	require(t, found)
+	st := r.Sim.Stats()
+	assumed := st.Accounts[rig.VaultAccount].Calls["sts"]["AssumeRole"]["ok"]
+	webIdentity := st.Accounts[rig.SourceAccount].Calls["sts"]["AssumeRoleWithWebIdentity"]["ok"]
+	t.Logf("STS: %d AssumeRole into the vault role, %d AssumeRoleWithWebIdentity into the source role", assumed, webIdentity)
+	if assumed == 0 || webIdentity == 0 {
+		t.Errorf("the vault was not reached through the roles: %d AssumeRole, %d AssumeRoleWithWebIdentity", assumed, webIdentity)
+	}
+
+	// The recovery location assumes the vault account's restore role: the copies' role may
+	// only copy, tag, lock and delete.
+	recovery := harness.NewLocation(loc.Name, map[string]string{model.ConfigRegion: rig.CopyRegion})
+	if recovery.Spec.Credential, err = r.PutRoleProfile("vault-restore", rig.VaultRestoreRole, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "from-the-vault-by-role", Backup: res, Location: recovery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Volumes) != volumes {
+		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), volumes,
+			restore.ItemErrors, restore.OperationErrors)
+	}
+	inVault := map[string]bool{}
+	for _, v := range r.Sim.VolumesIn(rig.VaultAccount, rig.CopyRegion) {
+		inVault[v.ID] = true
+	}
+	for _, v := range restore.Volumes {
+		if !inVault[v.VolumeID] {
+			t.Errorf("%s: restored volume %s is not in the vault account", v.PV, v.VolumeID)
+		}
+	}
+
+	deleted := &rig.Result{}
+	r.Delete(deleted, res, loc)
+	r.CheckKeptVaultCopies(ctx, deleted, res)
+	r.CountLeaked(deleted, deletionSettle)
+	require(t, deleted)
+}
