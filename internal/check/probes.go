@@ -146,7 +146,7 @@ func (p *place) reachable(err error, detail string) Finding {
 	}
 	p.skip = "EC2 in " + p.region + " did not answer"
 	return fail(check, "EC2 did not answer: "+describe(err),
-		"let the Velero pod reach EC2 in "+p.region+" (network policy, proxy, AWS_ENDPOINT_URL_EC2), or correct the region's name")
+		"let the Velero pod reach EC2 in "+p.region+" (VPC endpoint com.amazonaws."+p.region+".ec2, network policy, proxy, AWS_ENDPOINT_URL_EC2), or correct the region's name")
 }
 
 // STS's refusals of an assumption, as the SDK's credential providers pass them on.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -203,5 +204,49 @@ func TestAccountNamesTheChainOfAssumedRoles(t *testing.T) {
 				t.Errorf("DescribeSnapshots in us-west-2 with these credentials: %v", err)
 			}
 		})
+	}
+}
+
+// The credentials of each region's clients come from STS in that region: a private cluster
+// needs STS's endpoint in every region the plugin reaches with assumed-role credentials.
+func TestAssumedRoleCredentialsComeFromEachRegionsSTS(t *testing.T) {
+	sim, err := ec2sim.Start(ec2sim.Config{
+		Accounts: []ec2sim.Account{{ID: accountA, AccessKeys: []ec2sim.AccessKey{keyA}}, {ID: accountB, AccessKeys: []ec2sim.AccessKey{keyB}}},
+		Roles:    []ec2sim.Role{{ARN: roleVault, Trust: ec2sim.Trust{Principals: []string{accountB}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	var mu sync.Mutex
+	var scopes []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth := r.Header.Get("Authorization"); strings.Contains(auth, "/sts/aws4_request") {
+			mu.Lock()
+			scopes = append(scopes, strings.Split(auth, "/")[2])
+			mu.Unlock()
+		}
+		sim.Sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	stsAt(t, srv.URL)
+	t.Setenv("AWS_ENDPOINT_URL_EC2", srv.URL)
+	profile := "[default]\nrole_arn = " + roleVault + "\nsource_profile = keys\n\n[profile keys]\n" +
+		"aws_access_key_id = " + keyB.AccessKeyID + "\naws_secret_access_key = " + keyB.SecretAccessKey + "\n"
+	creds := Credentials{File: credentialsFile(t, profile)}
+	f := NewFactory()
+	for _, region := range []string{"us-west-2", "eu-central-1"} {
+		c, err := f.Client(context.Background(), region, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.DescribeSnapshots(context.Background(), &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}}); err != nil {
+			t.Fatalf("DescribeSnapshots in %s: %v", region, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(scopes, ",") != "us-west-2,eu-central-1" {
+		t.Errorf("AssumeRole signed for STS in %v, want us-west-2 then eu-central-1", scopes)
 	}
 }
