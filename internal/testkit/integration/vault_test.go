@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1api "k8s.io/api/core/v1"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
@@ -58,29 +60,7 @@ func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 
 	// A recovery location in the vault account: the same name, the copy region, the vault's
 	// credentials (its Secret), no vault of its own.
-	recovery := harness.NewLocation(loc.Name, map[string]string{model.ConfigRegion: rig.CopyRegion})
-	recovery.Spec.Credential = rig.VaultCredential()
-	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "from-the-vault", Backup: res, Location: recovery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !restore.Succeeded() || len(restore.Volumes) != volumes {
-		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), volumes,
-			restore.ItemErrors, restore.OperationErrors)
-	}
-	made := map[string]string{}
-	for _, v := range r.Sim.VolumesIn(rig.VaultAccount, rig.CopyRegion) {
-		made[v.ID] = v.SnapshotID
-	}
-	vaultCopies := map[string]string{}
-	for _, s := range r.Sim.SnapshotsIn(rig.VaultAccount, rig.CopyRegion) {
-		vaultCopies[s.ID] = s.SourceSnapshotID
-	}
-	for _, v := range restore.Volumes {
-		if src, ok := made[v.VolumeID]; !ok || vaultCopies[src] != v.SnapshotID {
-			t.Errorf("%s: restored volume %s is not made in the vault from the vault copy of %s", v.PV, v.VolumeID, v.SnapshotID)
-		}
-	}
+	restoreFromVault(ctx, t, r, res, loc.Name, "from-the-vault", rig.VaultCredential())
 
 	deleted := &rig.Result{}
 	r.Delete(deleted, res, loc)
@@ -125,31 +105,45 @@ func TestVaultCopiesThroughAnAssumedRole(t *testing.T) {
 
 	// The recovery location assumes the vault account's restore role: the copies' role may
 	// only copy, tag, lock and delete.
-	recovery := harness.NewLocation(loc.Name, map[string]string{model.ConfigRegion: rig.CopyRegion})
-	if recovery.Spec.Credential, err = r.PutRoleProfile("vault-restore", rig.VaultRestoreRole, t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "from-the-vault-by-role", Backup: res, Location: recovery})
+	cred, err := r.PutRoleProfile("vault-restore", rig.VaultRestoreRole, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !restore.Succeeded() || len(restore.Volumes) != volumes {
-		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), volumes,
-			restore.ItemErrors, restore.OperationErrors)
-	}
-	inVault := map[string]bool{}
-	for _, v := range r.Sim.VolumesIn(rig.VaultAccount, rig.CopyRegion) {
-		inVault[v.ID] = true
-	}
-	for _, v := range restore.Volumes {
-		if !inVault[v.VolumeID] {
-			t.Errorf("%s: restored volume %s is not in the vault account", v.PV, v.VolumeID)
-		}
-	}
+	restoreFromVault(ctx, t, r, res, loc.Name, "from-the-vault-by-role", cred)
 
 	deleted := &rig.Result{}
 	r.Delete(deleted, res, loc)
 	r.CheckKeptVaultCopies(ctx, deleted, res)
 	r.CountLeaked(deleted, deletionSettle)
 	require(t, deleted)
+}
+
+// restoreFromVault restores every volume of the backup through a recovery location of the given
+// name in the vault account's region, with credential: each volume must be made in the vault
+// account from the vault copy of its snapshot.
+func restoreFromVault(ctx context.Context, t *testing.T, r *suite, res *harness.BackupResult, name, restoreName string, credential *corev1api.SecretKeySelector) {
+	t.Helper()
+	recovery := harness.NewLocation(name, map[string]string{model.ConfigRegion: rig.CopyRegion})
+	recovery.Spec.Credential = credential
+	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: restoreName, Backup: res, Location: recovery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Volumes) != len(res.Snapshots) {
+		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), len(res.Snapshots),
+			restore.ItemErrors, restore.OperationErrors)
+	}
+	made := map[string]string{}
+	for _, v := range r.Sim.VolumesIn(rig.VaultAccount, rig.CopyRegion) {
+		made[v.ID] = v.SnapshotID
+	}
+	vaultCopies := map[string]string{}
+	for _, s := range r.Sim.SnapshotsIn(rig.VaultAccount, rig.CopyRegion) {
+		vaultCopies[s.ID] = s.SourceSnapshotID
+	}
+	for _, v := range restore.Volumes {
+		if src, ok := made[v.VolumeID]; !ok || vaultCopies[src] != v.SnapshotID {
+			t.Errorf("%s: restored volume %s is not made in the vault from the vault copy of %s", v.PV, v.VolumeID, v.SnapshotID)
+		}
+	}
 }
