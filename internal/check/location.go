@@ -62,12 +62,13 @@ func (lc *locationCheck) place(ctx context.Context, role, credsName, region stri
 	return &place{role: role, creds: credsName, region: region, c: guarded{c}, statement: statement}, true
 }
 
-// identity asks STS whose creds are; want, when set, is the account they must be.
+// identity asks STS, in the location's region as the plugin does, whose creds are and how they
+// were obtained; want, when set, is the account they must be.
 func (lc *locationCheck) identity(ctx context.Context, check string, p *place, creds ec2api.Credentials, want string) (ec2api.Identity, bool) {
-	id, err := lc.Identities.Account(ctx, p.region, creds)
+	id, err := lc.Identities.Account(ctx, lc.cfg.Region, creds)
 	switch {
 	case err != nil:
-		lc.add(fail(check, "STS could not name the account of "+p.role+": "+describe(err), "put valid access keys in "+p.creds+"; the Velero pod must reach STS"))
+		lc.add(fail(check, "STS in "+lc.cfg.Region+" could not name the account of "+p.role+": "+describe(err), p.credentialsFix(err, lc.cfg.Region)))
 		return id, false
 	case want != "" && id.Account != want:
 		p.skip = "the credentials are of account " + id.Account + ", not " + want
@@ -75,7 +76,7 @@ func (lc *locationCheck) identity(ctx context.Context, check string, p *place, c
 			"put credentials of account "+want+" in "+lc.vaultCredentialsName()+", or correct vaultAccountId"))
 		return id, false
 	}
-	lc.add(pass(check, id.Account+" ("+id.ARN+")"))
+	lc.add(pass(check, id.String()))
 	return id, true
 }
 

@@ -1,12 +1,14 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 )
@@ -134,7 +136,7 @@ func (p *place) reachable(err error, detail string) Finding {
 		return pass(check, "EC2 answers "+p.role+detail)
 	case ec2api.IsCredentialsFailure(err):
 		p.skip = "no credentials of " + p.role
-		return fail(check, "no credentials of "+p.role+" to ask EC2 with: "+err.Error(), "give "+p.role+" credentials: "+p.creds+" (README, Credentials)")
+		return fail(check, "no credentials of "+p.role+" to ask EC2 with: "+err.Error(), p.credentialsFix(err, p.region))
 	case code == codeAuthFailure:
 		p.skip = "EC2 in " + p.region + " refused the credentials"
 		return fail(check, "EC2 refused the credentials of "+p.role+": "+describe(err),
@@ -144,7 +146,29 @@ func (p *place) reachable(err error, detail string) Finding {
 	}
 	p.skip = "EC2 in " + p.region + " did not answer"
 	return fail(check, "EC2 did not answer: "+describe(err),
-		"let the Velero pod reach EC2 in "+p.region+" (network policy, proxy, AWS_ENDPOINT_URL_EC2), or correct the region's name")
+		"let the Velero pod reach EC2 in "+p.region+" (VPC endpoint com.amazonaws."+p.region+".ec2, network policy, proxy, AWS_ENDPOINT_URL_EC2), or correct the region's name")
+}
+
+// STS's refusals of an assumption, as the SDK's credential providers pass them on.
+const (
+	codeAccessDenied         = "AccessDenied"
+	codeInvalidIdentityToken = "InvalidIdentityToken"
+)
+
+// credentialsFix is the fix for credentials of p that STS (asked in region) or the credential
+// chain would not give: reach STS, let the role be assumed, or correct the keys.
+func (p *place) credentialsFix(err error, region string) string {
+	code, _ := apiError(err)
+	var send *smithyhttp.RequestSendError
+	switch {
+	case errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || ec2api.IsAmbiguous(err):
+		return "let the Velero pod reach STS in " + region + " (VPC endpoint com.amazonaws." + region + ".sts; README, A private cluster)"
+	case code == codeAccessDenied:
+		return "STS refused to assume the role of " + p.creds + ": its trust policy must name the principal assuming it (with the profile's external_id, and sts:TagSession from EKS Pod Identity), and that principal's policy allow sts:AssumeRole on it (README, Credentials and Vault account copies)"
+	case code == codeInvalidIdentityToken:
+		return "the role's trust policy must name the cluster's OIDC provider and the service account (README, Credentials, IRSA)"
+	}
+	return "put valid credentials in " + p.creds + " (README, Credentials)"
 }
 
 // skipped is the finding of an action not checked because of p.skip.

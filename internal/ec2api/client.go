@@ -25,7 +25,10 @@ import (
 type Credentials struct {
 	// Profile is a profile in the shared config and credentials files.
 	Profile string
-	// File is a shared credentials file to read instead of the default one.
+	// File is a shared credentials file, or a shared config file, to read instead of the default
+	// credentials file: its profiles may hold keys or assume a role (role_arn with
+	// source_profile, credential_source or web_identity_token_file), written either way
+	// ("[NAME]" as in a credentials file, "[profile NAME]" as in a config file).
 	File string
 	// pinned, when set by Factory.Pin, is the digest of File's content as read then: these
 	// credentials stand for that content whatever File holds later.
@@ -106,6 +109,8 @@ type clientKey struct {
 type clients struct {
 	ec2 *ec2.Client
 	sts *sts.Client
+	// credentials are the config's credentials provider: it knows how it obtains them.
+	credentials aws.CredentialsProvider
 }
 
 // NewFactory returns an empty Factory.
@@ -203,6 +208,7 @@ func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentia
 			o.Retryer = boundedRetryer()
 			o.APIOptions = append(o.APIOptions, nameEndpoint)
 		}),
+		credentials: cfg.Credentials,
 	}
 	f.clients[key] = c
 	return c, nil
@@ -213,6 +219,12 @@ func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentia
 // content is put in a file of its own that lives as long as the load (in memory where the
 // system allows, secretfile), so what is loaded is exactly the content keyed, whatever the
 // location's file holds by now.
+//
+// The content is read as a shared credentials file and also as a shared config file, after the
+// process's own config file: the SDK takes "[NAME]" sections other than default only from
+// credentials files and "[profile NAME]" sections only from config files, so a file written
+// either way works, keys or an assumed role (role_arn, source_profile, credential_source,
+// web_identity_token_file, external_id), which the SDK reads from both.
 func loadConfig(ctx context.Context, region, profile string, content []byte, hasFile bool) (aws.Config, error) {
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithRegion(region),
@@ -229,7 +241,8 @@ func loadConfig(ctx context.Context, region, profile string, content []byte, has
 		if err != nil {
 			return aws.Config{}, err
 		}
-		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{path}))
+		loadOpts = append(loadOpts, config.WithSharedCredentialsFiles([]string{path}),
+			config.WithSharedConfigFiles([]string{processConfigFile(), path}))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
@@ -239,6 +252,18 @@ func loadConfig(ctx context.Context, region, profile string, content []byte, has
 		cfg.Credentials = aws.NewCredentialsCache(markCredentialFailures{cfg.Credentials})
 	}
 	return cfg, nil
+}
+
+// configFileEnv names the process's shared config file, as the SDK reads it.
+const configFileEnv = "AWS_CONFIG_FILE"
+
+// processConfigFile is the shared config file the SDK reads when told of no other: the process's
+// AWS_CONFIG_FILE, else ~/.aws/config. A missing file is read as empty.
+func processConfigFile() string {
+	if f := os.Getenv(configFileEnv); f != "" {
+		return f
+	}
+	return config.DefaultSharedConfigFilename()
 }
 
 // Regional is a source of EC2 clients by region, with the credentials already chosen.
@@ -251,8 +276,21 @@ func (f *Factory) ForCredentials(creds Credentials) Regional {
 	}
 }
 
-// Identity is whose credentials these are, as STS names them.
-type Identity struct{ Account, ARN string }
+// Identity is whose credentials these are, as STS names them, and how they were obtained.
+type Identity struct {
+	Account, ARN string
+	// Chain says how the SDK obtained the credentials, such as "access keys in a credentials
+	// file" or "assumed role velero-vault via IRSA web identity" (chain.go).
+	Chain string
+}
+
+// String names the identity for people: the account, the principal and how it was reached.
+func (id Identity) String() string {
+	if id.Chain == "" {
+		return id.Account + " (" + id.ARN + ")"
+	}
+	return id.Account + " (" + id.ARN + "; " + id.Chain + ")"
+}
 
 // errNoAccount is an STS answer that names no account.
 var errNoAccount = errors.New("STS named no account")
@@ -285,6 +323,7 @@ func (f *Factory) Account(ctx context.Context, region string, creds Credentials)
 		return Identity{}, fmt.Errorf("asking STS in %s whose credentials %s are: %w", region, creds, err)
 	}
 	id = Identity{Account: aws.ToString(out.Account), ARN: aws.ToString(out.Arn)}
+	id.Chain = chainOf(sourcesOf(c.credentials), id.ARN)
 	f.mu.Lock()
 	f.identities[key] = id
 	f.mu.Unlock()
@@ -301,6 +340,11 @@ const credentialsTimeout = 5 * time.Second
 // EKS Pod Identity, container and instance-metadata credentials) in a CredentialsError, so that
 // callers can tell "no credentials yet" from EC2's own answers, and bounds the time it may take.
 type markCredentialFailures struct{ aws.CredentialsProvider }
+
+// ProviderSources passes on the SDK's record of how the wrapped provider obtains credentials.
+func (p markCredentialFailures) ProviderSources() []aws.CredentialSource {
+	return sourcesOf(p.CredentialsProvider)
+}
 
 func (p markCredentialFailures) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)

@@ -476,10 +476,11 @@ func (r *Resolver) location(ctx context.Context, rd client.Reader, ns string, v 
 }
 
 // VaultCredentials returns the credentials the config of location (as Velero passes it to the
-// VolumeSnapshotter) names for its vault account: the credentials file in the Secret
-// vaultCredentialSecret of Velero's namespace (key vaultCredentialKey, default "cloud"), or
-// the location's own credentials, with the profile vaultProfile. It returns nil when the
-// config names no vault account.
+// VolumeSnapshotter) names for its vault account: the file in the Secret vaultCredentialSecret
+// of Velero's namespace (key vaultCredentialKey, default "cloud"), a shared credentials or config
+// file with keys or a profile assuming a role (ec2api.Credentials.File), or the location's own
+// credentials, with the profile vaultProfile. It returns nil when the config names no vault
+// account.
 func (r *Resolver) VaultCredentials(ctx context.Context, location string, cfg map[string]string) (*ec2api.Credentials, error) {
 	if cfg[ConfigVaultAccountID] == "" {
 		return nil, nil

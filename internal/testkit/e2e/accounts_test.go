@@ -28,10 +28,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Per-location credentials: the simulator runs with two accounts and checks every request's
+// Per-location credentials: the simulator runs with three accounts and checks every request's
 // SigV4 signature; the Velero server has no AWS credentials of its own, so every EC2 call of the
 // plugin (VolumeSnapshotter, BackupItemAction, RestoreItemAction) must use the credentials of the
-// location's Secret.
+// location's Secret. Accounts A and B have key pairs in the cluster's Secrets; account C, the
+// vault, is reached only through roles (vault_test.go), its owner's key pair held by the rig.
 const (
 	// credKey is the key of every credential Secret: an AWS shared-credentials file.
 	credKey   = "cloud"
@@ -91,7 +92,8 @@ func randomSecret(prefix string) string {
 func (r *rig) newCredentials() {
 	a := awsAccount{Name: "A", ID: "111111111111", KeyID: "AKIAE2EACCOUNTA00001", Secret: randomSecret("e2eSecretA")}
 	b := awsAccount{Name: "B", ID: "222222222222", KeyID: "AKIAE2EACCOUNTB00001", Secret: randomSecret("e2eSecretB")}
-	r.accounts = []awsAccount{a, b}
+	c := awsAccount{Name: "C", ID: vaultAccountID, KeyID: "AKIAE2EVAULTOWNERC01", Secret: randomSecret("e2eSecretC")}
+	r.accounts = []awsAccount{a, b, c}
 	r.creds = map[string]credSecret{
 		secretA:   {Name: secretA, KeyID: a.KeyID, SecretKey: a.Secret, For: "account A's key pair"},
 		secretB:   {Name: secretB, KeyID: b.KeyID, SecretKey: b.Secret, For: "account B's key pair"},
@@ -102,6 +104,9 @@ func (r *rig) newCredentials() {
 
 func (r *rig) acctA() awsAccount { return r.accounts[0] }
 func (r *rig) acctB() awsAccount { return r.accounts[1] }
+
+// acctC is the vault account: no Secret of the cluster holds its key pair, which is its owner's.
+func (r *rig) acctC() awsAccount { return r.accounts[2] }
 
 // ec2As is an EC2 client of the simulator in region signing with acct's key pair: what a person
 // holding that account's credentials uses behind Velero's back (the AWS CLI, a script).
@@ -114,8 +119,8 @@ func (r *rig) ec2As(acct awsAccount, region string) *ec2.Client {
 	})
 }
 
-// simConfig adds the rig's accounts to the simulator's config (replacing any in cfg). It returns
-// the config to run and the same with the secret keys left out, to print.
+// simConfig adds the rig's accounts and the vault's roles to the simulator's config (replacing
+// any in cfg). It returns the config to run and the same with the secret keys left out, to print.
 func (r *rig) simConfig(cfg string) (full, shown []byte) {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(cfg), &m); err != nil {
@@ -127,6 +132,7 @@ func (r *rig) simConfig(cfg string) (full, shown []byte) {
 		redacted = append(redacted, map[string]any{"id": a.ID, "accessKeys": []any{map[string]any{"accessKeyId": a.KeyID, "secretAccessKey": "(not shown)"}}})
 	}
 	m["accounts"] = accts
+	m["roles"] = vaultRoles()
 	full, _ = json.Marshal(m)
 	m["accounts"] = redacted
 	shown, _ = json.Marshal(m)
@@ -408,9 +414,12 @@ func (r *rig) checkNoSecretsInLogs() {
 			needle{"base64 content of Secret " + n, base64.StdEncoding.EncodeToString(c.body())})
 		keyIDs[c.KeyID] += n + " "
 	}
-	// No Secret of the rig holds a session token (the simulator's accounts have long-term keys);
-	// a leaked one would show as the header that carries it.
-	needles = append(needles, needle{"a session token header", "X-Amz-Security-Token"})
+	// A leaked session token (the vault's roles have them) would show as the header that
+	// carries it; the web identity token is a credential too; the vault owner's key pair was
+	// never in the cluster.
+	needles = append(needles, needle{"a session token header", "X-Amz-Security-Token"},
+		needle{"the service account's web identity token", r.webIdentityToken()},
+		needle{"the vault owner's secret key", r.acctC().Secret})
 
 	files, size := 0, 0
 	found := 0
@@ -449,7 +458,7 @@ func (r *rig) checkNoSecretsInLogs() {
 	if err != nil {
 		t.Errorf("reading the logs: %v", err)
 	}
-	r.saw("searched %d files (%d bytes) under %s for %d secret values (%d Secrets' secret keys and base64 content, and any session token header): %d found",
+	r.saw("searched %d files (%d bytes) under %s for %d secret values (%d Secrets' secret keys and base64 content, any session token header, the web identity token, the vault owner's secret key): %d found",
 		files, size, r.logDir, len(needles), len(r.creds), found)
 	// Positive control: the same search finds the accounts' secret keys in the simulator's config
 	// (the AWS side, not a log), so a clean result above is not a search that sees nothing.
@@ -464,7 +473,7 @@ func (r *rig) checkNoSecretsInLogs() {
 			}
 		}
 		if ok {
-			r.saw("positive control: the same search finds both accounts' secret keys in the simulator's config %s", filepath.Join(r.dir, "ec2sim.json"))
+			r.saw("positive control: the same search finds every account's secret key in the simulator's config %s", filepath.Join(r.dir, "ec2sim.json"))
 		}
 	}
 	if files == 0 {

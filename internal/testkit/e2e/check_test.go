@@ -27,7 +27,8 @@ var mutatingActions = []string{"CreateSnapshot", "CopySnapshot", "DeleteSnapshot
 // preflightCheck runs `velero-plugin-for-aws-async check` against the real kube-apiserver for
 // each of the rig's locations, as a person would beside Velero (its environment: the Secrets'
 // credentials only, through KUBECONFIG). Account A's, account B's and the vault location pass
-// every line they can check (exit status 0); the bad-credentials location fails naming EC2's
+// every line they can check (exit status 0), the vault's naming the role it assumed and how;
+// the bad-credentials location fails naming EC2's
 // AuthFailure (exit status 1). Every run's text output is logged, and nothing in EC2 changes.
 func (r *rig) preflightCheck(sim simClient) {
 	before := sim.stats()
@@ -52,11 +53,14 @@ func (r *rig) preflightCheck(sim simClient) {
 			continue
 		}
 		var failed []string
-		inRegion := false
+		inRegion, chain := false, ""
 		for _, s := range rep.Sections {
 			for _, f := range s.Findings {
 				if f.Status == check.Fail {
 					failed = append(failed, f.Check+": "+f.Detail)
+				}
+				if f.Check == "vault account" {
+					chain = f.Detail
 				}
 				// The cluster's PVs are the rig's, in the source region, as every location's.
 				inRegion = inRegion || f.Check == "EBS volumes in "+srcRegion && f.Status == check.Pass
@@ -64,6 +68,9 @@ func (r *rig) preflightCheck(sim simClient) {
 		}
 		if !inRegion {
 			r.t.Errorf("check --location %s: no passed line \"EBS volumes in %s\"", l.name, srcRegion)
+		}
+		if want := "assumed role velero-vault via IRSA web identity"; l.name == vslNameVault && !strings.Contains(chain, want) {
+			r.t.Errorf("check --location %s: the vault account's line %q does not say %q", l.name, chain, want)
 		}
 		switch {
 		case l.name == vslNameBad && !slices.ContainsFunc(failed, func(s string) bool { return strings.Contains(s, "AuthFailure") }):

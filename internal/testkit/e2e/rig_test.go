@@ -69,7 +69,7 @@ type rig struct {
 	s3URL  string
 	ec2URL string
 
-	// accounts are the simulator's accounts: A (its default account) and B.
+	// accounts are the simulator's accounts: A (its default account), B and C (the vault).
 	accounts []awsAccount
 	// creds are the credential Secrets in namespace velero, by name.
 	creds map[string]credSecret

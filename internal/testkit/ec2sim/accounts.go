@@ -42,19 +42,12 @@ func (k AccessKey) CredentialsFile() []byte {
 	return fmt.Appendf(nil, "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", k.AccessKeyID, k.SecretAccessKey)
 }
 
-// Role is an IAM role that AssumeRoleWithWebIdentity can assume; its sessions act as Account.
-type Role struct {
-	// ARN is the role's ARN, such as "arn:aws:iam::111111111111:role/velero".
-	ARN string `json:"arn"`
-	// Account owns the sessions; default the account in ARN.
-	Account string `json:"account,omitempty"`
-}
-
 // Validate reports the first inconsistency in the accounts, roles, KMS keys and seeded volumes:
 // malformed or duplicate account IDs, empty or duplicate access keys, malformed or duplicate
-// role ARNs or KMS key ARNs, roles, keys or volumes naming an account that is not configured,
-// and volumes encrypted under a configured key their owner may not use; and a negative time
-// scale.
+// role ARNs or KMS key ARNs, malformed trusted principals, roles, keys or volumes naming an
+// account that is not configured, Pod Identity associations naming a role that is not
+// configured, and volumes encrypted under a configured key their owner may not use; and a
+// negative time scale.
 func (c Config) Validate() error {
 	if err := c.validateTimeScales(); err != nil {
 		return err
@@ -95,7 +88,15 @@ func (c Config) Validate() error {
 		if roles[r.ARN] {
 			return fmt.Errorf("role %s is configured twice", r.ARN)
 		}
+		if err := r.validate(); err != nil {
+			return err
+		}
 		roles[r.ARN] = true
+	}
+	for _, a := range c.PodIdentityAssociations {
+		if !roles[a.RoleARN] || a.Namespace == "" || a.ServiceAccount == "" {
+			return fmt.Errorf("pod identity association %s/%s: needs a namespace, a service account and a configured role (%q)", a.Namespace, a.ServiceAccount, a.RoleARN)
+		}
 	}
 	if err := c.validateKMSKeys(known); err != nil {
 		return err
@@ -134,30 +135,6 @@ func validAccountID(id string) bool {
 	return true
 }
 
-// account is the account a role's sessions belong to: Account, or the one in the ARN.
-func (r Role) account() (string, error) {
-	fromARN, name, err := parseRoleARN(r.ARN)
-	switch {
-	case err != nil:
-		return "", err
-	case name == "":
-		return "", fmt.Errorf("role %s: the ARN names no role", r.ARN)
-	case r.Account != "" && r.Account != fromARN:
-		return "", fmt.Errorf("role %s: account %s is not the ARN's account", r.ARN, r.Account)
-	}
-	return fromARN, nil
-}
-
-// parseRoleARN splits "arn:PARTITION:iam::ACCOUNT:role/[PATH/]NAME" into the account and NAME.
-func parseRoleARN(arn string) (account, name string, err error) {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "iam" || !validAccountID(parts[4]) ||
-		!strings.HasPrefix(parts[5], "role/") {
-		return "", "", fmt.Errorf("role %q: not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)", arn)
-	}
-	return parts[4], parts[5][strings.LastIndex(parts[5], "/")+1:], nil
-}
-
 // credential is what an access key ID stands for: a long-term key of an account or an STS
 // session (with a token and an expiry).
 type credential struct {
@@ -166,6 +143,11 @@ type credential struct {
 	// principal and principalID are who STS says a session is (GetCallerIdentity); empty for
 	// long-term keys.
 	principal, principalID string
+	// role is the ARN of the role a session is of; empty for long-term keys.
+	role string
+	// transitiveTags is set on sessions carrying transitive session tags (EKS Pod Identity's),
+	// which follow them into the sessions they assume.
+	transitiveTags bool
 }
 
 // identities holds the accounts, keys, roles and issued sessions. Everything but sessions is
@@ -178,10 +160,14 @@ type identities struct {
 	// regions maps an account ID to its enabled regions; nil enables every region.
 	regions map[string]map[string]bool
 	keys    map[string]credential
-	roles   map[string]string // role ARN -> account
+	// roles are the configured roles by ARN, each with its account set.
+	roles map[string]Role
+	// pods maps "namespace/service account" to the role its Pod Identity association names.
+	pods map[string]string
 	// sessions maps the access key IDs STS issued to their credentials.
 	sessions map[string]credential
-	// allowed maps an account ID to the only actions its callers may call; absent: any.
+	// allowed maps an account ID, or a role ARN, to the only actions its callers (the role's
+	// sessions) may call; absent: any.
 	allowed map[string]map[string]bool
 }
 
@@ -191,7 +177,7 @@ func newIdentities(cfg Config) identities {
 	id := identities{
 		on: len(cfg.Accounts) > 0, defaultAccount: DefaultAccountID,
 		regions: map[string]map[string]bool{}, keys: map[string]credential{},
-		roles: map[string]string{}, sessions: map[string]credential{},
+		roles: map[string]Role{}, pods: map[string]string{}, sessions: map[string]credential{},
 		allowed: map[string]map[string]bool{},
 	}
 	if id.on {
@@ -221,8 +207,17 @@ func newIdentities(cfg Config) identities {
 	for _, r := range cfg.Roles {
 		if acct, err := r.account(); err == nil {
 			if _, dup := id.roles[r.ARN]; !dup {
-				id.roles[r.ARN] = acct
+				r.Account = acct
+				id.roles[r.ARN] = r
+				if set := actionSet(r.AllowedActions); set != nil {
+					id.allowed[r.ARN] = set
+				}
 			}
+		}
+	}
+	for _, a := range cfg.PodIdentityAssociations {
+		if _, dup := id.pods[a.Namespace+"/"+a.ServiceAccount]; !dup {
+			id.pods[a.Namespace+"/"+a.ServiceAccount] = a.RoleARN
 		}
 	}
 	return id
@@ -264,14 +259,19 @@ func actionSet(actions []string) map[string]bool {
 	return set
 }
 
-// authorized reports whether account's callers may call action: both the global allow-list
-// and the account's own admit it.
-func (s *Simulator) authorized(account, action string) bool {
-	if s.allowed != nil && !s.allowed[action] {
+// authorized reports whether a caller of account, in a session of role when role is set, may
+// call action: the account's and the role's allow-lists admit it, and the global allow-list
+// too for an EC2 action (it names EC2 actions only).
+func (s *Simulator) authorized(account, role, action string) bool {
+	if s.allowed != nil && !s.allowed[action] && !strings.HasPrefix(action, "sts:") {
 		return false
 	}
-	set := s.ids.allowed[account]
-	return set == nil || set[action]
+	for _, set := range []map[string]bool{s.ids.allowed[account], s.ids.allowed[role]} {
+		if set != nil && !set[action] {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultAccount is the account the account-less Go API and admin requests act on: the first

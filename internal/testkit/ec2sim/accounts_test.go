@@ -39,7 +39,7 @@ func accountsConfig() Config {
 			{ID: acctB, AccessKeys: []AccessKey{keyB}},
 			{ID: acctC, AccessKeys: []AccessKey{keyC}, Regions: []string{"us-east-1"}},
 		},
-		Roles: []Role{{ARN: roleB}},
+		Roles: []Role{{ARN: roleB, Trust: Trust{WebIdentitySubjects: []string{anySubject}}}},
 	}
 }
 
@@ -405,6 +405,10 @@ func TestConfigValidate(t *testing.T) {
 		{"role account differs from its ARN", func(c *Config) { c.Roles[0].Account = acctA }, "not the ARN's account"},
 		{"role of an unconfigured account", func(c *Config) { c.Roles[0].ARN = "arn:aws:iam::444444444444:role/x" }, "not configured"},
 		{"duplicate role", func(c *Config) { c.Roles = append(c.Roles, c.Roles[0]) }, "twice"},
+		{"trusted principal neither an account nor an IAM ARN", func(c *Config) { c.Roles[0].Trust.Principals = []string{"velero"} }, "trusted principal"},
+		{"pod identity association of an unconfigured role", func(c *Config) {
+			c.PodIdentityAssociations = []PodIdentityAssociation{{Namespace: "velero", ServiceAccount: "velero", RoleARN: "arn:aws:iam::111111111111:role/none"}}
+		}, "configured role"},
 		{"volume of an unconfigured account", func(c *Config) {
 			c.Regions = map[string]RegionConfig{"us-east-1": {Volumes: []VolumeSpec{{Account: "444444444444"}}}}
 		}, "not configured"},
@@ -440,7 +444,11 @@ func TestLoadConfigAccounts(t *testing.T) {
 	    {"id": "111111111111", "accessKeys": [{"accessKeyId": "AKIAAAAAAAAAAAAAAAAA", "secretAccessKey": "secret-a"}]},
 	    {"id": "222222222222", "accessKeys": [{"accessKeyId": "AKIABBBBBBBBBBBBBBBB", "secretAccessKey": "secret-b"}], "regions": ["us-east-1"]}
 	  ],
-	  "roles": [{"arn": "arn:aws:iam::222222222222:role/velero", "account": "222222222222"}],
+	  "roles": [{"arn": "arn:aws:iam::222222222222:role/velero", "account": "222222222222",
+	             "trust": {"webIdentitySubjects": ["system:serviceaccount:velero:velero"], "principals": ["111111111111"],
+	                       "externalId": "x", "tagSession": true, "podIdentity": true},
+	             "allowedActions": ["DescribeSnapshots", "sts:AssumeRole"]}],
+	  "podIdentityAssociations": [{"namespace": "velero", "serviceAccount": "velero", "roleArn": "arn:aws:iam::222222222222:role/velero"}],
 	  "sessionDuration": "15m",
 	  "regions": {"us-east-1": {"volumes": [{"id": "vol-0bbbbbbbbbbbbbbb1", "account": "222222222222"}]}},
 	  "faults": {"identityProviderError": "IDPCommunicationError"}
@@ -454,6 +462,9 @@ func TestLoadConfigAccounts(t *testing.T) {
 	}
 	if len(cfg.Accounts) != 2 || cfg.Accounts[1].AccessKeys[0] != keyB || cfg.Accounts[1].Regions[0] != "us-east-1" ||
 		cfg.Roles[0].ARN != roleB || cfg.SessionDuration.Duration != 15*time.Minute ||
+		cfg.Roles[0].Trust.WebIdentitySubjects[0] != "system:serviceaccount:velero:velero" || cfg.Roles[0].Trust.Principals[0] != acctA ||
+		cfg.Roles[0].Trust.ExternalID != "x" || !cfg.Roles[0].Trust.TagSession || !cfg.Roles[0].Trust.PodIdentity ||
+		cfg.Roles[0].AllowedActions[1] != "sts:AssumeRole" || cfg.PodIdentityAssociations[0].RoleARN != roleB ||
 		cfg.Faults.IdentityProviderError != "IDPCommunicationError" || cfg.Regions["us-east-1"].Volumes[0].Account != acctB {
 		t.Fatalf("LoadConfig = %+v", cfg)
 	}

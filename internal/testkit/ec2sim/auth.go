@@ -109,17 +109,17 @@ func (s *Simulator) verifySignature(r *http.Request, body []byte, service string
 }
 
 // authenticate checks an EC2 request's signature and that the caller's account may use region.
-// It returns the caller's account (unknownAccount when the key names none) and nil,
-// AuthFailure or RequestExpired. body is the request body as received.
-func (s *Simulator) authenticate(r *http.Request, body []byte, region string) (string, *apiError) {
+// It returns the caller's credential (its account unknownAccount when the key names none) and
+// nil, AuthFailure or RequestExpired. body is the request body as received.
+func (s *Simulator) authenticate(r *http.Request, body []byte, region string) (credential, *apiError) {
 	cred, _, check := s.verifySignature(r, body, ec2Service)
 	switch {
 	case check != signatureOK && check != signatureExpired, !s.ids.enabled(cred.account, region):
-		return cred.account, errAuthFailure
+		return cred, errAuthFailure
 	case check == signatureExpired:
-		return cred.account, errRequestExpired
+		return cred, errRequestExpired
 	}
-	return cred.account, nil
+	return cred, nil
 }
 
 // STS's answers to requests it cannot authenticate.

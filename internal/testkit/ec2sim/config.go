@@ -150,8 +150,9 @@ type Config struct {
 	CopyLimit int `json:"copyLimit,omitempty"`
 	// Faults are the injected failures.
 	Faults Faults `json:"faults"`
-	// AllowedActions, when not empty, answers every other action with 403 UnauthorizedOperation,
-	// for every account (see also Account.AllowedActions).
+	// AllowedActions, when not empty, answers every other EC2 action with 403
+	// UnauthorizedOperation, for every account (see also Account.AllowedActions and
+	// Role.AllowedActions).
 	AllowedActions []string `json:"allowedActions,omitempty"`
 	// Seed makes durations drawn from ranges and fault decisions reproducible.
 	Seed int64 `json:"seed,omitempty"`
@@ -162,8 +163,11 @@ type Config struct {
 	// KMSKeys are the customer managed KMS keys and the accounts they are granted to. Keys not
 	// listed (and every account's AWS managed key) may be used by their own account only.
 	KMSKeys []KMSKey `json:"kmsKeys,omitempty"`
-	// Roles are the IAM roles AssumeRoleWithWebIdentity can assume.
+	// Roles are the IAM roles STS issues sessions of, to whom their trust names.
 	Roles []Role `json:"roles,omitempty"`
+	// PodIdentityAssociations give the pods of a service account the sessions of a role, through
+	// the EKS Pod Identity endpoint (GET /v1/credentials).
+	PodIdentityAssociations []PodIdentityAssociation `json:"podIdentityAssociations,omitempty"`
 	// SessionDuration is how long STS session credentials last when the request does not say;
 	// default 1h.
 	SessionDuration Duration `json:"sessionDuration"`

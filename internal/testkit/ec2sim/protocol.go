@@ -31,6 +31,8 @@ type request struct {
 	action, region, requestID string
 	// account is the caller's account; unknownAccount when authentication found none.
 	account string
+	// role is the role of the caller's session; empty for a long-term key.
+	role string
 	// authErr is authentication's verdict: nil, AuthFailure or RequestExpired.
 	authErr *apiError
 	params  url.Values

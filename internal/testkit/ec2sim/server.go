@@ -37,10 +37,15 @@ var actions = map[string]action{
 // maxRequestBody is the largest request body read, as http.Request.ParseForm limits it.
 const maxRequestBody = 10 << 20
 
-// ServeHTTP serves the EC2 and STS Query APIs at "/" and the admin endpoints under "/_sim/".
+// ServeHTTP serves the EC2 and STS Query APIs at "/", the EKS Pod Identity endpoint at
+// "/v1/credentials" and the admin endpoints under "/_sim/".
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/_sim/") {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/_sim/"):
 		s.serveAdmin(w, r)
+		return
+	case r.URL.Path == podIdentityPath:
+		s.servePodIdentity(w, r)
 		return
 	}
 	var raw []byte
@@ -70,7 +75,9 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		account: s.ids.defaultAccount,
 	}
 	if s.ids.on {
-		q.account, q.authErr = s.authenticate(r, raw, q.region)
+		var caller credential
+		caller, q.authErr = s.authenticate(r, raw, q.region)
+		q.account, q.role = caller.account, caller.role
 	}
 	if !s.holdIfSilent(r.Context(), q) {
 		return
@@ -141,9 +148,9 @@ func (s *Simulator) run(r *region, q *request) ([]byte, *apiError) {
 	switch {
 	case !ok:
 		return nil, clientError("InvalidAction", "The action %s is not valid for this web service.", q.action)
-	case !s.authorized(q.account, q.action):
+	case !s.authorized(q.account, q.role, q.action):
 		return nil, unauthorized(q.action)
-	case q.has("TagSpecification.1.ResourceType") && !s.authorized(q.account, tagOnCreateAction):
+	case q.has("TagSpecification.1.ResourceType") && !s.authorized(q.account, q.role, tagOnCreateAction):
 		return nil, unauthorized(tagOnCreateAction) // IAM asks for ec2:CreateTags to tag on create
 	case !r.buckets.allow(q, q.now):
 		return nil, errThrottled

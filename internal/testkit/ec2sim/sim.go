@@ -2,7 +2,8 @@
 // the EC2 Query protocol as aws-sdk-go-v2 does, keeps state per account and region, runs
 // snapshot, copy and volume lifecycles on an injectable clock, enforces EC2's request and
 // resource limits, optionally checks SigV4 signatures against configured accounts, issues STS
-// web identity sessions, injects faults and counts every response.
+// sessions of roles to whom their trust names (web identity, AssumeRole, EKS Pod Identity),
+// injects faults and counts every response.
 package ec2sim
 
 import (

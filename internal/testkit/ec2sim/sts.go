@@ -1,10 +1,12 @@
 package ec2sim
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,17 +19,21 @@ const (
 	// stsStatsRegion is the region key Stats counts STS calls under.
 	stsStatsRegion = "sts"
 	// The STS actions the simulator serves.
+	actionAssumeRole                = "AssumeRole"
 	actionAssumeRoleWithWebIdentity = "AssumeRoleWithWebIdentity"
 	actionGetCallerIdentity         = "GetCallerIdentity"
 )
 
-// Session limits of AssumeRoleWithWebIdentity.
+// Session limits of AssumeRole and AssumeRoleWithWebIdentity.
 const (
 	defaultSessionDuration = time.Hour
 	minSessionDuration     = 15 * time.Minute
 	maxSessionDuration     = 12 * time.Hour
-	minSessionNameLen      = 2
-	maxSessionNameLen      = 64
+	// maxChainedSessionDuration bounds a session that another role's session assumes (role
+	// chaining), whatever the role allows.
+	maxChainedSessionDuration = time.Hour
+	minSessionNameLen         = 2
+	maxSessionNameLen         = 64
 )
 
 // Lengths of the session credentials STS issues.
@@ -51,35 +57,38 @@ func isSTSRequest(form url.Values) bool {
 }
 
 // serveSTS answers an STS Query request. AssumeRoleWithWebIdentity is not signed (the web
-// identity token is the credential); GetCallerIdentity is, when accounts are configured. body
-// is the request body as received.
+// identity token is the credential); GetCallerIdentity and AssumeRole are, when accounts are
+// configured. body is the request body as received.
 func (s *Simulator) serveSTS(w http.ResponseWriter, r *http.Request, body []byte) {
 	form := r.Form
 	action := form.Get("Action")
 	var (
-		account = unknownAccount
-		caller  credential
+		caller  = credential{account: unknownAccount}
 		keyID   string
 		authErr *apiError
 	)
-	if action == actionGetCallerIdentity {
+	if action == actionGetCallerIdentity || action == actionAssumeRole {
 		caller, keyID, authErr = s.authenticateSTS(r, body)
-		account = caller.account
 	}
 	s.mu.Lock()
 	s.reqSeq++
 	requestID := fmt.Sprintf("00000000-0000-4000-8000-%012x", s.reqSeq)
+	account := caller.account
+	if role, ok := s.ids.roles[form.Get("RoleArn")]; ok && action != actionGetCallerIdentity {
+		account = role.Account // an assumption is counted in the role's account
+	}
 	var answer []byte
 	err := authErr
 	switch {
 	case err != nil:
 	case action == actionGetCallerIdentity:
 		answer = getCallerIdentity(caller, keyID, requestID)
-	default:
-		if acct, ok := s.ids.roles[form.Get("RoleArn")]; ok {
-			account = acct
-		}
+	case action == actionAssumeRole:
+		answer, err = s.assumeRole(caller, keyID, form, requestID)
+	case action == actionAssumeRoleWithWebIdentity:
 		answer, err = s.assumeRoleWithWebIdentity(form, requestID)
+	default:
+		err = clientError("InvalidAction", "Could not find operation %s for version %s", action, form.Get("Version"))
 	}
 	outcome := "ok"
 	if err != nil {
@@ -103,7 +112,7 @@ func (s *Simulator) serveSTS(w http.ResponseWriter, r *http.Request, body []byte
 func getCallerIdentity(caller credential, keyID, requestID string) []byte {
 	arn, userID := caller.principal, caller.principalID
 	if arn == "" { // a long-term key: a made-up IAM user named after it
-		arn = "arn:aws:iam::" + caller.account + ":user/" + keyID
+		arn = callerPrincipal(caller, keyID)
 		userID = uniqueID("AIDA", userIDLen, arn)
 	}
 	w := &xmlWriter{}
@@ -121,58 +130,132 @@ func getCallerIdentity(caller credential, keyID, requestID string) []byte {
 	return w.Bytes()
 }
 
-// assumeRoleWithWebIdentity issues session credentials for a configured role. The web identity
-// token is not checked beyond being present. Callers hold s.mu.
-func (s *Simulator) assumeRoleWithWebIdentity(form url.Values, requestID string) ([]byte, *apiError) {
-	if a := form.Get("Action"); a != actionAssumeRoleWithWebIdentity {
-		return nil, clientError("InvalidAction", "Could not find operation %s for version %s", a, form.Get("Version"))
-	}
-	if code := s.faults.IdentityProviderError; code != "" {
-		return nil, clientError(code, "Simulated identity provider failure")
-	}
+// sessionRequest is what AssumeRole and AssumeRoleWithWebIdentity ask for, validated as STS does.
+type sessionRequest struct {
+	roleARN, name string
+	// duration is DurationSeconds; zero when the request does not say.
+	duration time.Duration
+}
+
+// readSessionRequest validates the parameters both assumptions share and the required ones of
+// each (credential, such as "WebIdentityToken", or "" for none).
+func readSessionRequest(form url.Values, credential string) (sessionRequest, *apiError) {
 	var missing []string
-	for _, p := range []string{"RoleArn", "RoleSessionName", "WebIdentityToken"} {
-		if form.Get(p) == "" {
+	for _, p := range []string{"RoleArn", "RoleSessionName", credential} {
+		if p != "" && form.Get(p) == "" {
 			missing = append(missing, fmt.Sprintf("Value null at '%s' failed to satisfy constraint: Member must not be null", lowerFirst(p)))
 		}
 	}
 	if len(missing) > 0 {
-		return nil, clientError("ValidationError", "%d validation error(s) detected: %s", len(missing), strings.Join(missing, "; "))
+		return sessionRequest{}, clientError("ValidationError", "%d validation error(s) detected: %s", len(missing), strings.Join(missing, "; "))
 	}
-	arn, name := form.Get("RoleArn"), form.Get("RoleSessionName")
-	if !validSessionName(name) {
-		return nil, clientError("ValidationError",
-			"1 validation error detected: Value '%s' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]{2,64}", name)
+	req := sessionRequest{roleARN: form.Get("RoleArn"), name: form.Get("RoleSessionName")}
+	if !validSessionName(req.name) {
+		return req, clientError("ValidationError",
+			"1 validation error detected: Value '%s' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]{2,64}", req.name)
 	}
-	dur := s.cfg.SessionDuration.Duration
 	if v := form.Get("DurationSeconds"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || time.Duration(n)*time.Second < minSessionDuration || time.Duration(n)*time.Second > maxSessionDuration {
-			return nil, clientError("ValidationError",
+			return req, clientError("ValidationError",
 				"1 validation error detected: Value '%s' at 'durationSeconds' failed to satisfy constraint: Member must have value between 900 and 43200", v)
 		}
-		dur = time.Duration(n) * time.Second
+		req.duration = time.Duration(n) * time.Second
 	}
-	account, ok := s.ids.roles[arn]
+	return req, nil
+}
+
+// accessDenied is STS's refusal of an assumption: who may not perform which IAM action on the role.
+func accessDenied(who, iamAction, roleARN string) *apiError {
+	return &apiError{status: http.StatusForbidden, code: "AccessDenied",
+		message: fmt.Sprintf("User: %s is not authorized to perform: %s on resource: %s", who, iamAction, roleARN)}
+}
+
+// assumeRoleWithWebIdentity issues session credentials for a configured role whose trust accepts
+// the web identity token's subject. The token's signature is not checked. Callers hold s.mu.
+func (s *Simulator) assumeRoleWithWebIdentity(form url.Values, requestID string) ([]byte, *apiError) {
+	if code := s.faults.IdentityProviderError; code != "" {
+		return nil, clientError(code, "Simulated identity provider failure")
+	}
+	req, err := readSessionRequest(form, "WebIdentityToken")
+	if err != nil {
+		return nil, err
+	}
+	role, ok := s.ids.roles[req.roleARN]
 	if !ok {
 		return nil, &apiError{status: http.StatusForbidden, code: "AccessDenied",
 			message: "Not authorized to perform sts:AssumeRoleWithWebIdentity"}
 	}
-	expires := s.clock.Now().Add(dur).UTC().Truncate(time.Second)
+	sub, ok := tokenSubject(form.Get("WebIdentityToken"))
+	if !ok {
+		return nil, clientError("InvalidIdentityToken", "The ID Token provided is not a valid JWT. (You may see this error if you sent an Access Token)")
+	}
+	if !role.Trust.trustsSubject(sub) {
+		return nil, &apiError{status: http.StatusForbidden, code: "AccessDenied",
+			message: "Not authorized to perform " + iamAssumeRoleWithWebIdentity}
+	}
+	keyID, cred := s.issueSession(role, req.name, cmp.Or(req.duration, s.cfg.SessionDuration.Duration), false)
+	return assumedRoleDocument(actionAssumeRoleWithWebIdentity, keyID, cred, requestID), nil
+}
+
+// assumeRole issues session credentials of a configured role to a caller its trust names (with
+// the ExternalId it asks for, and sts:TagSession for a session with transitive tags), when the
+// caller's own allow-lists permit the assumption where IAM asks them: always across accounts,
+// and within one when the trust names the account rather than the caller. A role's session
+// assuming another role (role chaining) gets at most an hour. Callers hold s.mu.
+func (s *Simulator) assumeRole(caller credential, keyID string, form url.Values, requestID string) ([]byte, *apiError) {
+	req, err := readSessionRequest(form, "")
+	if err != nil {
+		return nil, err
+	}
+	who := callerARN(caller, keyID)
+	role, ok := s.ids.roles[req.roleARN]
+	if !ok {
+		return nil, accessDenied(who, iamAssumeRole, req.roleARN)
+	}
+	if denied := role.Trust.assumeRoleDenial(caller, keyID, form.Get("ExternalId")); denied != "" {
+		return nil, accessDenied(who, denied, req.roleARN)
+	}
+	if role.Account != caller.account || !slices.Contains(role.Trust.Principals, callerPrincipal(caller, keyID)) {
+		for _, a := range []string{iamAssumeRole, iamTagSession} {
+			if (a == iamAssumeRole || caller.transitiveTags) && !s.authorized(caller.account, caller.role, a) {
+				return nil, accessDenied(who, a, req.roleARN)
+			}
+		}
+	}
+	duration := cmp.Or(req.duration, s.cfg.SessionDuration.Duration)
+	if caller.role != "" {
+		if req.duration > maxChainedSessionDuration {
+			return nil, clientError("ValidationError", "The requested DurationSeconds exceeds the 1 hour session limit for roles assumed by role chaining.")
+		}
+		duration = min(duration, maxChainedSessionDuration)
+	}
+	keyID, cred := s.issueSession(role, req.name, duration, caller.transitiveTags)
+	return assumedRoleDocument(actionAssumeRole, keyID, cred, requestID), nil
+}
+
+// issueSession makes session credentials of role named name, lasting d on the simulator's
+// clock, and returns their access key ID. Callers hold s.mu.
+func (s *Simulator) issueSession(role Role, name string, d time.Duration, transitiveTags bool) (string, credential) {
 	cred := credential{
-		account: account, expires: expires,
+		account: role.Account, expires: s.clock.Now().Add(d).UTC().Truncate(time.Second),
 		secret: s.randomString(secretAlphabet, sessionSecretLen),
 		token:  s.randomString(secretAlphabet, sessionTokenLen),
+		role:   role.ARN, transitiveTags: transitiveTags,
 	}
-	_, roleName, _ := parseRoleARN(arn)
-	cred.principal = "arn:aws:sts::" + account + ":assumed-role/" + roleName + "/" + name
-	cred.principalID = roleID(arn) + ":" + name
+	_, roleName, _ := parseRoleARN(role.ARN)
+	cred.principal = "arn:aws:sts::" + role.Account + ":assumed-role/" + roleName + "/" + name
+	cred.principalID = roleID(role.ARN) + ":" + name
 	keyID := "ASIA" + s.randomString(keyAlphabet, sessionKeyIDLen)
 	s.ids.sessions[keyID] = cred
+	return keyID, cred
+}
+
+// assumedRoleDocument is STS's answer to an assumption: the AssumedRoleUser and the Credentials.
+func assumedRoleDocument(action, keyID string, cred credential, requestID string) []byte {
 	w := &xmlWriter{}
-	w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<" + actionAssumeRoleWithWebIdentity +
-		`Response xmlns="` + stsXMLNS + `">`)
-	w.open(actionAssumeRoleWithWebIdentity + "Result")
+	w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<" + action + `Response xmlns="` + stsXMLNS + `">`)
+	w.open(action + "Result")
 	w.open("AssumedRoleUser")
 	w.elem("Arn", cred.principal)
 	w.elem("AssumedRoleId", cred.principalID)
@@ -181,14 +264,14 @@ func (s *Simulator) assumeRoleWithWebIdentity(form url.Values, requestID string)
 	w.elem("AccessKeyId", keyID)
 	w.elem("SecretAccessKey", cred.secret)
 	w.elem("SessionToken", cred.token)
-	w.elem("Expiration", expires.Format(time.RFC3339))
+	w.elem("Expiration", cred.expires.Format(time.RFC3339))
 	w.close("Credentials")
-	w.close(actionAssumeRoleWithWebIdentity + "Result")
+	w.close(action + "Result")
 	w.open("ResponseMetadata")
 	w.elem("RequestId", requestID)
 	w.close("ResponseMetadata")
-	w.WriteString("</" + actionAssumeRoleWithWebIdentity + "Response>")
-	return w.Bytes(), nil
+	w.WriteString("</" + action + "Response>")
+	return w.Bytes()
 }
 
 // validSessionName applies STS's pattern [\w+=,.@-]{2,64}.

@@ -167,7 +167,7 @@ func TestAssumeRoleWithWebIdentityRequests(t *testing.T) {
 	f := start(t, accountsConfig())
 	valid := url.Values{
 		"Action": {"AssumeRoleWithWebIdentity"}, "Version": {stsVersion}, "RoleArn": {roleB},
-		"RoleSessionName": {"s1"}, "WebIdentityToken": {"jwt"},
+		"RoleSessionName": {"s1"}, "WebIdentityToken": {WebIdentityToken("system:serviceaccount:velero:velero")},
 	}
 	with := func(k, v string) url.Values {
 		out := url.Values{}
@@ -193,7 +193,8 @@ func TestAssumeRoleWithWebIdentityRequests(t *testing.T) {
 		{"no token", with("WebIdentityToken", ""), http.StatusBadRequest, "ValidationError"},
 		{"no role", with("RoleArn", ""), http.StatusBadRequest, "ValidationError"},
 		{"bad session name", with("RoleSessionName", "a b"), http.StatusBadRequest, "ValidationError"},
-		{"other action", with("Action", "AssumeRole"), http.StatusBadRequest, "InvalidAction"},
+		{"not a JWT", with("WebIdentityToken", "opaque"), http.StatusBadRequest, "InvalidIdentityToken"},
+		{"other action", with("Action", "AssumeRoleWithSAML"), http.StatusBadRequest, "InvalidAction"},
 		{"unknown role", with("RoleArn", "arn:aws:iam::111111111111:role/velero"), http.StatusForbidden, "AccessDenied"},
 	}
 	for _, tt := range tests {

@@ -65,6 +65,10 @@ type checkSetup struct {
 	// in the vault's Secret.
 	config        map[string]string
 	sourceInVault bool
+	// vaultRole puts in the vault's Secret a profile assuming the vault role from the source
+	// role's web identity (IRSA), the vault role allowed vaultAllowed, the vault account nothing
+	// of its own.
+	vaultRole bool
 	// wrongSecret puts the source account's key ID with a wrong secret key in the location's Secret.
 	wrongSecret bool
 	// serverArgs are the Velero server's extra arguments; down is a region taken down.
@@ -125,6 +129,32 @@ func TestCheckCorrectSetupPassesEveryLine(t *testing.T) {
 		t.Errorf("%d findings, want every check of the location, its copy region and its vault", n)
 	}
 	requireNothingChanged(t, jsonRun)
+}
+
+// TestCheckNamesTheVaultRoleChain: with a vault Secret holding no key, only a profile assuming
+// the vault role (allowed the README's VaultCopies actions) from the source role's web identity
+// (allowed the README's source statements and sts:AssumeRole), every finding passes and the
+// vault account's line says how its credentials were obtained.
+func TestCheckNamesTheVaultRoleChain(t *testing.T) {
+	run := runCheck(t, checkSetup{sourceAllowed: append(slices.Clone(sourceIAM), "sts:AssumeRole"), vaultAllowed: vaultIAM, vaultRole: true}, "json")
+	for _, s := range run.report.Sections {
+		for _, f := range s.Findings {
+			if f.Status != check.Pass {
+				t.Errorf("%s: %s %s: %s", s.Title, f.Status, f.Check, f.Detail)
+			}
+			if f.Check == "vault account" {
+				t.Logf("✓ vault account: %s", f.Detail)
+				want := rig.VaultAccount + " (arn:aws:sts::" + rig.VaultAccount + ":assumed-role/velero-vault/velero-vault; assumed role velero-vault via IRSA web identity)"
+				if f.Detail != want {
+					t.Errorf("vault account: %q, want %q", f.Detail, want)
+				}
+			}
+		}
+	}
+	if run.code != check.ExitOK {
+		t.Errorf("exit status %d, want %d", run.code, check.ExitOK)
+	}
+	requireNothingChanged(t, run)
 }
 
 // TestCheckNamesEachProblemExactly: each missing IAM action, a vault Secret of the wrong account,
@@ -189,6 +219,8 @@ func TestCheckNamesEachProblemExactly(t *testing.T) {
 			[]string{"account", "region " + sourceRegion, "region " + copyRegion}},
 		row{"item-operation timeout of 30 minutes", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM,
 			serverArgs: []string{"--default-item-operation-timeout=30m"}}, []string{"item-operation timeout"}},
+		row{"a vault role the source role may not assume", checkSetup{sourceAllowed: sourceIAM, vaultAllowed: vaultIAM, vaultRole: true},
+			[]string{"vault account", "vault: region " + copyRegion}},
 	)
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,10 +253,19 @@ func TestCheckNamesEachProblemExactly(t *testing.T) {
 // runCheck sets up a rig as setup says and runs the plugin binary's check with --output.
 func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	t.Helper()
-	r := newAPIRig(t, rig.WithAccounts(rig.FastConfig(23), setup.sourceAllowed, setup.vaultAllowed), checkVolumes)
+	cfg := rig.WithAccounts(rig.FastConfig(23), setup.sourceAllowed, setup.vaultAllowed)
+	if setup.vaultRole {
+		cfg = rig.WithVaultRole(rig.WithAccounts(rig.FastConfig(23), setup.sourceAllowed, nil), setup.vaultAllowed)
+	}
+	r := newAPIRig(t, cfg, checkVolumes)
 	loc, err := r.VaultLocation(copyRegion, model.LockModeGovernance)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup.vaultRole {
+		if err := r.PutVaultRole(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	loc.Spec.Config[model.ConfigCopyCompletionDurationMinutes] = "60"
 	for k, v := range setup.config {

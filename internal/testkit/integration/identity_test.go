@@ -388,7 +388,7 @@ func TestIdentityProviderOutageFailsNoOperation(t *testing.T) {
 	cfg.SnapshotDuration = ec2sim.Range(time.Second, 3*time.Second)
 	cfg.CopyDuration = ec2sim.Range(2*time.Second, 4*time.Second)
 	cfg.Accounts = []ec2sim.Account{{ID: account, AccessKeys: []ec2sim.AccessKey{{AccessKeyID: "AKIAACCOUNTKEY000001", SecretAccessKey: "account-secret"}}}}
-	cfg.Roles = []ec2sim.Role{{ARN: role}}
+	cfg.Roles = []ec2sim.Role{{ARN: role, Trust: ec2sim.Trust{WebIdentitySubjects: []string{"*"}}}}
 	r := newRig(t, cfg, 20)
 	loc := location(copyRegion)
 

@@ -34,12 +34,19 @@ func readmeRole(t *testing.T) []kubeapi.Rule {
 	return readmeRules(t, itemActionsRole)
 }
 
-// readmeRules returns the rules of the README's Roles and ClusterRoles named name.
+// rbacDocs are the READMEs that give the Roles: the top-level one, and the one it links to.
+var rbacDocs = []string{"README.md", filepath.Join("internal", "location", "README.md")}
+
+// readmeRules returns the rules of the READMEs' Roles and ClusterRoles named name.
 func readmeRules(t *testing.T, name string) []kubeapi.Rule {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, doc := range rbacDocs {
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
 	var rules []kubeapi.Rule
 	for _, m := range yamlBlock.FindAllStringSubmatch(string(src), -1) {
@@ -57,7 +64,7 @@ func readmeRules(t *testing.T, name string) []kubeapi.Rule {
 		}
 	}
 	if len(rules) == 0 {
-		t.Fatalf("README.md has no Role or ClusterRole %s", name)
+		t.Fatalf("%v have no Role or ClusterRole %s", rbacDocs, name)
 	}
 	return rules
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1api "k8s.io/api/core/v1"
+
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/rig"
@@ -58,14 +60,77 @@ func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 
 	// A recovery location in the vault account: the same name, the copy region, the vault's
 	// credentials (its Secret), no vault of its own.
-	recovery := harness.NewLocation(loc.Name, map[string]string{model.ConfigRegion: rig.CopyRegion})
-	recovery.Spec.Credential = rig.VaultCredential()
-	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "from-the-vault", Backup: res, Location: recovery})
+	restoreFromVault(ctx, t, r, res, loc.Name, "from-the-vault", rig.VaultCredential())
+
+	deleted := &rig.Result{}
+	r.Delete(deleted, res, loc)
+	r.CheckKeptVaultCopies(ctx, deleted, res)
+	r.CountLeaked(deleted, deletionSettle)
+	require(t, deleted)
+}
+
+// Vault copies with no key of the vault account anywhere the plugin looks: the vault's Secret
+// holds a shared config profile that assumes the vault role from the source role, which the
+// web identity token of Velero's service account assumes (IRSA). The vault role is allowed only
+// the README's vault actions. Every operation completes with its vault copy locked and nothing
+// shared; a recovery location assuming the vault's restore role the same way restores from the
+// vault; the deletion keeps the locked copies.
+func TestVaultCopiesThroughAnAssumedRole(t *testing.T) {
+	const volumes = 8
+	r := newAPIRig(t, rig.WithVaultRole(rig.WithAccounts(rig.FastConfig(29), nil, nil), vaultIAM), volumes)
+	loc, err := r.VaultLocation("", model.LockModeGovernance)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !restore.Succeeded() || len(restore.Volumes) != volumes {
-		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), volumes,
+	if err := r.PutVaultRole(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
+	defer cancel()
+	found := &rig.Result{}
+	res, err := r.Backup(ctx, found, "vaulted-by-role", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Check(found, res, nil)
+	r.CheckVault(found, res, loc)
+	require(t, found)
+	st := r.Sim.Stats()
+	assumed := st.Accounts[rig.VaultAccount].Calls["sts"]["AssumeRole"]["ok"]
+	webIdentity := st.Accounts[rig.SourceAccount].Calls["sts"]["AssumeRoleWithWebIdentity"]["ok"]
+	t.Logf("STS: %d AssumeRole into the vault role, %d AssumeRoleWithWebIdentity into the source role", assumed, webIdentity)
+	if assumed == 0 || webIdentity == 0 {
+		t.Errorf("the vault was not reached through the roles: %d AssumeRole, %d AssumeRoleWithWebIdentity", assumed, webIdentity)
+	}
+
+	// The recovery location assumes the vault account's restore role: the copies' role may
+	// only copy, tag, lock and delete.
+	cred, err := r.PutRoleProfile("vault-restore", rig.VaultRestoreRole, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restoreFromVault(ctx, t, r, res, loc.Name, "from-the-vault-by-role", cred)
+
+	deleted := &rig.Result{}
+	r.Delete(deleted, res, loc)
+	r.CheckKeptVaultCopies(ctx, deleted, res)
+	r.CountLeaked(deleted, deletionSettle)
+	require(t, deleted)
+}
+
+// restoreFromVault restores every volume of the backup through a recovery location of the given
+// name in the vault account's region, with credential: each volume must be made in the vault
+// account from the vault copy of its snapshot.
+func restoreFromVault(ctx context.Context, t *testing.T, r *suite, res *harness.BackupResult, name, restoreName string, credential *corev1api.SecretKeySelector) {
+	t.Helper()
+	recovery := harness.NewLocation(name, map[string]string{model.ConfigRegion: rig.CopyRegion})
+	recovery.Spec.Credential = credential
+	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: restoreName, Backup: res, Location: recovery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restore.Succeeded() || len(restore.Volumes) != len(res.Snapshots) {
+		t.Fatalf("restore %s with %d volumes, want Completed with %d; errors %v %v", restore.Restore.Status.Phase, len(restore.Volumes), len(res.Snapshots),
 			restore.ItemErrors, restore.OperationErrors)
 	}
 	made := map[string]string{}
@@ -81,10 +146,4 @@ func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 			t.Errorf("%s: restored volume %s is not made in the vault from the vault copy of %s", v.PV, v.VolumeID, v.SnapshotID)
 		}
 	}
-
-	deleted := &rig.Result{}
-	r.Delete(deleted, res, loc)
-	r.CheckKeptVaultCopies(ctx, deleted, res)
-	r.CountLeaked(deleted, deletionSettle)
-	require(t, deleted)
 }

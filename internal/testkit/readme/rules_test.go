@@ -3,6 +3,7 @@ package readme
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,6 +71,7 @@ func TestREADMECopyPasteRules(t *testing.T) {
 		"a server flag comes with the kubectl patch that sets it":                serverFlagProblems(src, blocks, veleroServerFlags(t)),
 		"a user's README, not a test report":                                     lengthAndToneProblems(src),
 		"every link leads somewhere":                                             linkProblems(src, filepath.Dir(readmePath(t))),
+		"Helm values use the chart's keys":                                       helmValuesProblems(blocks),
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range problems {
@@ -341,6 +343,59 @@ func locationProblems(blocks []block) []string {
 	return problems
 }
 
+// chartKeys are the keys of the vmware-tanzu/velero chart 12.1.0 (charts/velero/values.yaml)
+// under the top-level keys the README's values set, to the depth the README sets them.
+var chartKeys = []string{"image", "image.repository", "image.tag", "image.pullPolicy", "image.imagePullSecrets",
+	"initContainers",
+	"configuration", "configuration.backupStorageLocation", "configuration.volumeSnapshotLocation", "configuration.uploaderType",
+	"configuration.backupSyncPeriod", "configuration.defaultBackupStorageLocation", "configuration.defaultItemOperationTimeout",
+	"configuration.defaultBackupTTL", "configuration.defaultVolumeSnapshotLocations", "configuration.features",
+	"configuration.itemBlockWorkerCount", "configuration.extraArgs", "configuration.extraEnvVars", "configuration.logLevel",
+	"rbac", "rbac.create", "rbac.clusterAdministrator", "rbac.clusterAdministratorName",
+	"serviceAccount", "serviceAccount.server", "serviceAccount.server.create", "serviceAccount.server.name",
+	"serviceAccount.server.annotations", "serviceAccount.server.labels", "serviceAccount.server.imagePullSecrets",
+	"serviceAccount.server.automountServiceAccountToken",
+	"credentials", "credentials.useSecret", "credentials.name", "credentials.existingSecret", "credentials.secretContents",
+	"credentials.extraEnvVars", "credentials.extraSecretRef"}
+
+// chartValuesKeys are the top-level keys that make a YAML block Helm values.
+var chartValuesKeys = []string{"configuration", "credentials", "serviceAccount", "initContainers"}
+
+// helmValuesProblems: every key the README's Helm values set (blocks without apiVersion whose
+// top-level keys include the chart's) is one of the chart's; maps under a key the chart leaves
+// open (annotations, labels, lists of locations) are the user's.
+func helmValuesProblems(blocks []block) []string {
+	var problems []string
+	var walk func(path string, v any, where string)
+	walk = func(path string, v any, where string) {
+		if !slices.Contains(chartKeys, path) {
+			problems = append(problems, fmt.Sprintf("%s: Helm values key %s is not a key of chart vmware-tanzu/velero 12.1.0", where, path))
+			return
+		}
+		m, ok := v.(map[string]any)
+		if !ok || !slices.ContainsFunc(chartKeys, func(k string) bool { return strings.HasPrefix(k, path+".") }) {
+			return // a value, a list, or a map the chart leaves open
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			walk(path+"."+k, m[k], where)
+		}
+	}
+	for _, b := range blocks {
+		if b.lang != "yaml" {
+			continue
+		}
+		for _, doc := range yamlDocs(b) {
+			if doc["apiVersion"] != nil || !slices.ContainsFunc(chartValuesKeys, func(k string) bool { return doc[k] != nil }) {
+				continue
+			}
+			for _, k := range slices.Sorted(maps.Keys(doc)) {
+				walk(k, doc[k], fmt.Sprintf("README.md:%d", b.line))
+			}
+		}
+	}
+	return problems
+}
+
 var flagMention = regexp.MustCompile(`--([a-z][a-z0-9-]+)`)
 
 // serverFlagProblems: a Velero server flag that `velero install` cannot set is advised only
@@ -492,6 +547,13 @@ func TestCopyPasteRulesCatch(t *testing.T) {
 				"Use `--default-item-operation-timeout` and `velero install --item-block-worker-count 2`.\n```text\n  ✓ --default-volume-snapshot-locations: ebs\n```\n"},
 		{name: "test-report phrasing", rule: toneRule, md: "Measured on this round's code (issue 21), 70 seeds a second.\n", want: "reads as a test report"},
 		{name: "too long", rule: toneRule, md: strings.Repeat("line\n", maxLines+1), want: "more than 700"},
+		{name: "Helm values of the chart's keys", rule: helmRule,
+			md: "```yaml\ncredentials: {useSecret: false}\nserviceAccount: {server: {annotations: {eks.amazonaws.com/role-arn: arn}}}\n```\n"},
+		{name: "a misspelt Helm values key", rule: helmRule, md: "```yaml\ncredentials: {useSecrets: false}\n```\n",
+			want: "credentials.useSecrets is not a key of chart"},
+		{name: "the service account's annotations a level too high", rule: helmRule,
+			md:   "```yaml\nserviceAccount: {annotations: {eks.amazonaws.com/role-arn: arn}}\n```\n",
+			want: "serviceAccount.annotations is not a key of chart"},
 		{name: "links to headings that exist", rule: linkRule,
 			md: "## Your first location, and `check`\n### With the velero CLI\nSee [check](#your-first-location-and-check), [CLI](#with-the-velero-cli) and [home](https://example.com/x#y).\n"},
 		{name: "a link to a heading that moved", rule: linkRule, md: "## Known limits\nSee [Compatibility](#compatibility).\n", want: "no heading #compatibility"},
@@ -529,6 +591,8 @@ func flagRule(serverFlags []string) func(string, []block) []string {
 func toneRule(md string, _ []block) []string { return lengthAndToneProblems(md) }
 
 func linkRule(md string, _ []block) []string { return linkProblems(md, ".") }
+
+func helmRule(_ string, blocks []block) []string { return helmValuesProblems(blocks) }
 
 // TestVeleroCommands: commands continue over backslashes and open quotes, quotes group words,
 // comments end them, and only velero commands are returned.

@@ -55,6 +55,8 @@ func WithAccounts(cfg ec2sim.Config, sourceAllowed, vaultAllowed []string) ec2si
 type Accounts struct {
 	Clock *clocktesting.FakeClock
 	Sim   *ec2sim.Simulator
+	// URL is the simulator's endpoint, for EC2, STS and EKS Pod Identity.
+	URL string
 	// Source and Vault reach EC2 as each account.
 	Source, Vault ec2api.Regional
 }
@@ -69,7 +71,7 @@ func NewAccounts(t testing.TB, cfg ec2sim.Config, sourceAllowed, vaultAllowed []
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	return &Accounts{Clock: clk, Sim: srv.Sim, Source: SigningAs(srv.URL, SourceAccount), Vault: SigningAs(srv.URL, VaultAccount)}
+	return &Accounts{Clock: clk, Sim: srv.Sim, URL: srv.URL, Source: SigningAs(srv.URL, SourceAccount), Vault: SigningAs(srv.URL, VaultAccount)}
 }
 
 // SigningAs returns clients of the simulator at url that sign as the account (SourceAccount

@@ -3,6 +3,8 @@ package rig
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -117,4 +119,64 @@ func (r *Rig) CheckKeptVaultCopies(ctx context.Context, res *Result, b *harness.
 // hasVault reports whether a location asks for vault copies.
 func hasVault(loc *velerov1api.VolumeSnapshotLocation) bool {
 	return loc.Spec.Config[model.ConfigVaultAccountID] != ""
+}
+
+// Vault copies without the vault account's keys: the web identity of Velero's service account
+// (IRSA) assumes SourceRole in the source account, which assumes VaultRole in the vault account
+// for the copies, or VaultRestoreRole there for a restore from the vault.
+const (
+	SourceRole       = "arn:aws:iam::" + SourceAccount + ":role/velero"
+	VaultRole        = "arn:aws:iam::" + VaultAccount + ":role/velero-vault"
+	VaultRestoreRole = "arn:aws:iam::" + VaultAccount + ":role/velero-vault-restore"
+	// VaultExternalID is the sts:ExternalId the vault roles' trust asks for.
+	VaultExternalID = "velero-vault-copies"
+	// veleroServiceAccount is the service account of Velero's pod, as `velero install` names it.
+	veleroServiceAccount = "velero"
+	// roleSession names the vault roles' sessions.
+	roleSession = "velero-vault"
+)
+
+// WithVaultRole returns cfg with SourceRole, trusting the web identity and the EKS Pod Identity
+// association of Velero's service account, and VaultRole and VaultRestoreRole, trusting
+// SourceRole with VaultExternalID and sts:TagSession; VaultRole is allowed vaultAllowed when not
+// empty, VaultRestoreRole anything its account allows.
+func WithVaultRole(cfg ec2sim.Config, vaultAllowed []string) ec2sim.Config {
+	trust := ec2sim.Trust{Principals: []string{SourceRole}, ExternalID: VaultExternalID, TagSession: true}
+	cfg.Roles = append(cfg.Roles,
+		ec2sim.Role{ARN: SourceRole, Trust: ec2sim.Trust{
+			WebIdentitySubjects: []string{ec2sim.ServiceAccountSubject(harness.Namespace, veleroServiceAccount)}, PodIdentity: true}},
+		ec2sim.Role{ARN: VaultRole, Trust: trust, AllowedActions: vaultAllowed},
+		ec2sim.Role{ARN: VaultRestoreRole, Trust: trust})
+	cfg.PodIdentityAssociations = append(cfg.PodIdentityAssociations,
+		ec2sim.PodIdentityAssociation{Namespace: harness.Namespace, ServiceAccount: veleroServiceAccount, RoleARN: SourceRole})
+	return cfg
+}
+
+// RoleProfile is a shared config file whose default profile assumes role from SourceRole, which
+// the web identity token in tokenFile assumes, as IRSA mounts it: credentials holding no key.
+func RoleProfile(role, tokenFile string) []byte {
+	return fmt.Appendf(nil, "[default]\nrole_arn = %s\nexternal_id = %s\nrole_session_name = %s\nsource_profile = irsa\n\n"+
+		"[profile irsa]\nrole_arn = %s\nweb_identity_token_file = %s\n", role, VaultExternalID, roleSession, SourceRole, tokenFile)
+}
+
+// PutRoleProfile writes the web identity token of Velero's service account under dir and puts
+// RoleProfile(role) in Secret secret, returning its key's selector.
+func (r *Rig) PutRoleProfile(secret, role, dir string) (*corev1.SecretKeySelector, error) {
+	token := filepath.Join(dir, "token")
+	sub := ec2sim.ServiceAccountSubject(harness.Namespace, veleroServiceAccount)
+	if err := os.WriteFile(token, []byte(ec2sim.WebIdentityToken(sub)), 0o600); err != nil {
+		return nil, err
+	}
+	key := model.DefaultVaultCredentialKey
+	if err := r.PutSecret(secret, map[string][]byte{key: RoleProfile(role, token)}); err != nil {
+		return nil, err
+	}
+	return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}, nil
+}
+
+// PutVaultRole puts in the vault's Secret, in place of the vault account's keys, a profile
+// assuming VaultRole (PutRoleProfile).
+func (r *Rig) PutVaultRole(dir string) error {
+	_, err := r.PutRoleProfile(vaultSecret, VaultRole, dir)
+	return err
 }

@@ -20,16 +20,24 @@ const (
 )
 
 // vaultRun backs up one volume with a locked vault copy and one with an unlocked vault copy,
-// then deletes the second backup, with each account allowed only the given EC2 actions. Every
+// then deletes the second backup, with each account allowed only the given actions. Every
 // answer to ModifySnapshotAttribute is lost after it took effect, so that settling a lost share
-// is part of the run. It returns what went wrong; nothing when the run is clean.
-func vaultRun(t *testing.T, sourceAllowed, vaultAllowed []string) []string {
-	a := rig.NewAccounts(t, ec2sim.Config{
+// is part of the run. The plugin reaches the vault with its keys, or as reach says when set. It
+// returns what went wrong; nothing when the run is clean.
+func vaultRun(t *testing.T, sourceAllowed, vaultAllowed []string, reach *vaultReach) []string {
+	cfg := ec2sim.Config{
 		Unthrottled:      true,
 		SnapshotDuration: ec2sim.Range(10*time.Second, 10*time.Second),
 		CopyDuration:     ec2sim.Range(20*time.Second, 20*time.Second),
 		Faults:           ec2sim.Faults{DropAfterEffectRate: 1, DropActions: []string{"ModifySnapshotAttribute"}},
-	}, sourceAllowed, vaultAllowed)
+	}
+	if reach != nil {
+		cfg.Roles, cfg.PodIdentityAssociations = reach.roles, reach.pods
+	}
+	a := rig.NewAccounts(t, cfg, sourceAllowed, vaultAllowed)
+	if reach != nil {
+		a.Vault = reach.clients(t, a.URL)
+	}
 	var problems []string
 	for _, lock := range []model.Lock{{Mode: model.LockModeGovernance, Days: 1}, {}} {
 		cfg := model.Config{Region: vaultSourceRegion, Vault: model.VaultConfig{AccountID: rig.VaultAccount, Profile: "vault", Region: vaultRegion, Lock: lock}}
@@ -76,7 +84,7 @@ func TestVaultIAMPoliciesAreExactlyWhatThePluginNeeds(t *testing.T) {
 	t.Logf("README source additions: %v; vault account: %v", sharing, vault)
 	source := append(slices.Clone(plugin), sharing...)
 	t.Run("README policies", func(t *testing.T) {
-		if problems := vaultRun(t, source, vault); len(problems) > 0 {
+		if problems := vaultRun(t, source, vault, nil); len(problems) > 0 {
 			t.Fatalf("the run fails with the README's policies: %s", strings.Join(problems, "; "))
 		}
 	})
@@ -85,7 +93,7 @@ func TestVaultIAMPoliciesAreExactlyWhatThePluginNeeds(t *testing.T) {
 	}
 	for _, denied := range sharing {
 		t.Run("source without "+denied, func(t *testing.T) {
-			problems := vaultRun(t, without(source, denied), vault)
+			problems := vaultRun(t, without(source, denied), vault, nil)
 			if len(problems) == 0 {
 				t.Fatalf("the run is clean without ec2:%s in the source account: the policy grants more than the plugin needs", denied)
 			}
@@ -94,7 +102,7 @@ func TestVaultIAMPoliciesAreExactlyWhatThePluginNeeds(t *testing.T) {
 	}
 	for _, denied := range vault {
 		t.Run("vault without "+denied, func(t *testing.T) {
-			problems := vaultRun(t, source, without(vault, denied))
+			problems := vaultRun(t, source, without(vault, denied), nil)
 			if len(problems) == 0 {
 				t.Fatalf("the run is clean without ec2:%s in the vault account: the policy grants more than the plugin needs", denied)
 			}
