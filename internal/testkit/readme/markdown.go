@@ -134,14 +134,18 @@ func words(cmd string) []string {
 
 // VeleroCommands returns the words of every `velero` command in the sh blocks of a Markdown
 // document, for a test to hand to the real CLI.
-func VeleroCommands(md string) ([][]string, error) {
+func VeleroCommands(md string) ([][]string, error) { return Commands(md, "velero") }
+
+// Commands returns the words of every command of program in the sh blocks of a Markdown
+// document, in order, for a test to run as written.
+func Commands(md, program string) ([][]string, error) {
 	blocks, err := splitBlocks("README.md", md)
 	if err != nil {
 		return nil, err
 	}
 	var out [][]string
 	for _, c := range shellCommands(blocks) {
-		if ws := words(c); len(ws) > 1 && ws[0] == "velero" {
+		if ws := words(c); len(ws) > 1 && ws[0] == program {
 			out = append(out, ws)
 		}
 	}
