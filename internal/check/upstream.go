@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -69,11 +70,7 @@ func otherLocations(namespace, provider string, all []velerov1.VolumeSnapshotLoc
 			others = append(others, fmt.Sprintf("%s (%s)", v.Name, v.Spec.Provider))
 		}
 	}
-	providers := make([]string, 0, len(byProvider))
-	for p := range byProvider {
-		providers = append(providers, p)
-	}
-	slices.Sort(providers)
+	providers := slices.Sorted(maps.Keys(byProvider))
 	for _, p := range providers {
 		locs := byProvider[p]
 		slices.SortFunc(locs, func(a, b velerov1.VolumeSnapshotLocation) int { return strings.Compare(a.Name, b.Name) })

@@ -102,16 +102,7 @@ func TestUpstreamLocationsBesideThisPlugins(t *testing.T) {
 				if f.Check != want.check || f.Status != want.status {
 					t.Errorf("%s: %s (%s), want %s: %s", f.Check, f.Status, f.Detail, want.check, want.status)
 				}
-				for _, d := range want.detail {
-					if !strings.Contains(f.Detail, d) {
-						t.Errorf("detail %q, want it to hold %q", f.Detail, d)
-					}
-				}
-				for _, x := range want.fix {
-					if !strings.Contains(f.Fix, x) {
-						t.Errorf("fix %q, want it to hold %q", f.Fix, x)
-					}
-				}
+				holds(t, f, want.detail, want.fix)
 			}
 		})
 	}
