@@ -90,8 +90,8 @@ func otherLocations(namespace, provider string, all []velerov1.VolumeSnapshotLoc
 // upstreamFinding judges locs, the locations of provider p (whose plugin is the upstream AWS
 // plugin), sorted by name. Velero adds one of them to every backup (the only one, or the
 // server's default for p), and then it takes the in-tree and EBS CSI volumes in about every
-// other backup: a failure, or a warning when the cluster has no such volume now. With several
-// and no default among them Velero fails every backup that names none: a failure too.
+// other backup, those to come when the cluster has none yet: a failure. With several and no
+// default among them Velero fails every backup that names none: a failure too.
 func upstreamFinding(namespace, provider, p string, locs []velerov1.VolumeSnapshotLocation, cl cluster) Finding {
 	names := make([]string, len(locs))
 	qualified := make([]string, len(locs))
@@ -120,10 +120,6 @@ func upstreamFinding(namespace, provider, p string, locs []velerov1.VolumeSnapsh
 	if len(locs) > 1 {
 		how = fmt.Sprintf("Velero adds %s, the server's default for %s, to every backup that names none of them", def, p)
 	}
-	if cl.pvs == nil && !slices.ContainsFunc(cl.volumes, upstreamTakes) {
-		return warn(check, fmt.Sprintf("%s; the upstream plugin would snapshot the in-tree and ebs.csi.aws.com volumes itself, without copies, in about every other backup, and none of the cluster's %s is one now",
-			how, plural(len(cl.volumes), "EBS PersistentVolume")), fix)
-	}
 	return fail(check, how+": "+takesWhat(cl), fix)
 }
 
@@ -137,7 +133,14 @@ func takesWhat(cl cluster) string {
 				n++
 			}
 		}
-		which += fmt.Sprintf(" (%d of the cluster's %s)", n, plural(len(cl.volumes), "EBS PersistentVolume"))
+		switch {
+		case len(cl.volumes) == 0:
+			which += " (the cluster has no EBS PersistentVolume yet, but every one to come)"
+		case n == 0:
+			which += fmt.Sprintf(" (none of the cluster's %s, all EKS Auto Mode's, but every one to come)", plural(len(cl.volumes), "EBS PersistentVolume"))
+		default:
+			which += fmt.Sprintf(" (%d of the cluster's %s)", n, plural(len(cl.volumes), "EBS PersistentVolume"))
+		}
 	}
 	return fmt.Sprintf("in about every other backup Velero asks it before this plugin's location, and the upstream plugin snapshots %s itself, without this plugin's copies: "+
 		"their operations fail after %s when the location asks for copies (the backup ends PartiallyFailed); naming this plugin's location on the backup does not help", which, human(foreignWait()))

@@ -13,8 +13,8 @@ import (
 
 // Locations of the upstream AWS plugin beside this plugin's: Velero adds a provider's only
 // location (or its default) to every backup, and the upstream plugin then snapshots the in-tree
-// and EBS CSI volumes in about every other backup, without copies; with several and no
-// default, Velero fails the backups instead. Each row is one rule; every failing line names
+// and EBS CSI volumes in about every other backup, without copies (those to come, when the
+// cluster has none yet); with several and no default, Velero fails the backups instead. Each row is one rule; every failing line names
 // the locations and gives the move and the deletion, or the Helm values' change for a
 // location Helm made.
 func TestUpstreamLocationsBesideThisPlugins(t *testing.T) {
@@ -59,8 +59,10 @@ func TestUpstreamLocationsBesideThisPlugins(t *testing.T) {
 		{"a location Helm made: the fix is the release's values", []client.Object{deployment(), helmMade, ebsCSI}, fakeKube,
 			[]line{{"VolumeSnapshotLocation velero/default (provider aws)", Fail, []string{"Velero adds it to every backup"},
 				[]string{"set provider: velero-async.io/aws on its entry in configuration.volumeSnapshotLocation", "keep snapshotsEnabled: true", "helm upgrade"}}}},
-		{"the cluster has only EKS Auto Mode volumes, which the upstream plugin refuses: a warning", []client.Object{deployment(), loc("default", "aws"), autoMode}, fakeKube,
-			[]line{{"VolumeSnapshotLocation velero/default (provider aws)", Warn, []string{"none of the cluster's 1 EBS PersistentVolume is one now"}, []string{moveDefault}}}},
+		{"the cluster has only EKS Auto Mode volumes, which the upstream plugin refuses: fails for those to come", []client.Object{deployment(), loc("default", "aws"), autoMode}, fakeKube,
+			[]line{{"VolumeSnapshotLocation velero/default (provider aws)", Fail, []string{"(none of the cluster's 1 EBS PersistentVolume, all EKS Auto Mode's, but every one to come)"}, []string{moveDefault}}}},
+		{"the cluster has no EBS volume yet: fails for those to come", []client.Object{deployment(), loc("default", "aws")}, fakeKube,
+			[]line{{"VolumeSnapshotLocation velero/default (provider aws)", Fail, []string{"(the cluster has no EBS PersistentVolume yet, but every one to come)"}, []string{moveDefault}}}},
 		{"the PersistentVolumes unreadable: fails all the same", []client.Object{deployment(), loc("default", "aws"), ebsCSI},
 			func(t *testing.T, objs ...client.Object) client.Reader {
 				return refusing{fakeKube(t, objs...), []string{"PersistentVolumeList"}}
