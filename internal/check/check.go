@@ -3,8 +3,9 @@
 // meant), whether the cluster's EBS volumes are in its region, finds the credentials as the
 // item actions do, asks whose they are, whether each region answers, whether every EC2 action
 // the plugin needs there is permitted (with EC2's DryRun for mutating actions, for real for
-// reads), what the KMS keys and source volumes allow, how many copy slots are in use, and how
-// Velero's settings suit the copies and the provider's locations; each finding passes, fails
+// reads), what the KMS keys and source volumes allow, how many copy slots are in use, how
+// Velero's settings suit the copies and the provider's locations, and whether a location of the
+// upstream AWS plugin would snapshot EBS volumes without copies; each finding passes, fails
 // with its fix, warns, or says why it could not be checked (incomplete when the Kubernetes
 // API refused a read, with the grant that would allow it).
 //

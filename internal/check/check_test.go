@@ -77,10 +77,10 @@ func TestRunNamesWhatIsWrongWithEachLocation(t *testing.T) {
 		failed []string
 		fix    string
 	}{
-		{"no location of the plugin", []client.Object{vsl("upstream", "aws", map[string]string{"region": "us-east-1"}, "")}, "",
+		{"no location of the plugin", []client.Object{vsl("gcp", "velero.io/gcp", map[string]string{"project": "p"}, "")}, "",
 			[]string{"VolumeSnapshotLocations"}, "velero snapshot-location create"},
 		{"the location named is missing", []client.Object{good, secret}, "other", []string{"VolumeSnapshotLocation other"}, "velero snapshot-location create other"},
-		{"the location named is another plugin's", []client.Object{vsl("upstream", "aws", nil, "")}, "upstream", []string{"VolumeSnapshotLocation upstream"}, "spec.provider"},
+		{"the location named is another plugin's", []client.Object{vsl("gcp", "velero.io/gcp", nil, "")}, "gcp", []string{"VolumeSnapshotLocation gcp"}, "spec.provider"},
 		{"its Secret is missing", []client.Object{good}, "", []string{"credentials"}, "kubectl -n velero create secret generic cloud-credentials --from-file=cloud="},
 		{"its config is wrong", []client.Object{vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1", "copyToRegion": "us-east-1"}, "")}, "",
 			[]string{"config"}, "Config reference"},

@@ -42,6 +42,7 @@ func (c *Checker) Run(ctx context.Context, only string) (Report, error) {
 	for _, v := range mine {
 		rep.add(c.locationSection(ctx, v, cluster))
 	}
+	rep.add(otherLocations(c.Namespace, c.Provider, list.Items, cluster))
 	velero := cluster.settings.section()
 	if len(cluster.locations) > 0 {
 		velero.Findings = append(velero.Findings, defaultLocation(c.Provider, c.Namespace, cluster.locations, cluster.settings))

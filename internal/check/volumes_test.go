@@ -172,17 +172,23 @@ func TestEBSVolumesInTheLocationsRegion(t *testing.T) {
 			if f.Status != tt.status {
 				t.Errorf("%s: %s (%s), want %s", f.Check, f.Status, f.Detail, tt.status)
 			}
-			for _, d := range tt.detail {
-				if !strings.Contains(f.Detail, d) {
-					t.Errorf("detail %q, want it to hold %q", f.Detail, d)
-				}
-			}
-			for _, x := range tt.fix {
-				if !strings.Contains(f.Fix, x) {
-					t.Errorf("fix %q, want it to hold %q", f.Fix, x)
-				}
-			}
+			holds(t, f, tt.detail, tt.fix)
 		})
+	}
+}
+
+// holds checks that the finding's detail holds each of detail, and its fix each of fix.
+func holds(t *testing.T, f Finding, detail, fix []string) {
+	t.Helper()
+	for _, d := range detail {
+		if !strings.Contains(f.Detail, d) {
+			t.Errorf("detail %q, want it to hold %q", f.Detail, d)
+		}
+	}
+	for _, x := range fix {
+		if !strings.Contains(f.Fix, x) {
+			t.Errorf("fix %q, want it to hold %q", f.Fix, x)
+		}
 	}
 }
 

@@ -134,7 +134,9 @@ func ownListedBy(op model.Operation, cfg decideCfg) time.Time {
 // backup of the same name may have snapshotted the same volume through the upstream plugin,
 // and that snapshot may be all EC2 lists until then. After that, src is the backup's own:
 // followed as ever (decided is false) when the location asks for no copy, else the operation
-// fails, naming the locations that may have taken it and why no copy exists. While the
+// fails, naming the locations that may have taken it, why no copy exists and the fix (the
+// upstream location moved to this plugin's provider, or deleted: naming this plugin's location
+// on the backup does not keep Velero from adding a provider's only location). While the
 // Kubernetes API refuses to show the backup's locations (pl.Unread), whether a location of
 // this plugin asks for copies cannot be told: the operation waits the same way for the
 // not-found grace after it was opened (access may return), then fails naming the cause and
@@ -177,8 +179,9 @@ func decideForeignSource(op model.Operation, src *types.Snapshot, pl ebs.Place, 
 	}
 	p.Completed = true
 	p.Err = fmt.Sprintf("snapshot %s of volume %s was taken through %s, not through this plugin's location %s (it carries none of the tags %s writes when it takes a snapshot), so it has no %s that %s asks for: "+
-		"Velero snapshots a volume through the first of the backup's locations whose plugin accepts it; name only %s for this backup's EBS volumes",
-		id, aws.ToString(src.VolumeId), took, pl.Location, model.VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, pl.Location)
+		"Velero adds a location of every provider to every backup (the provider's only one, or its default), whatever the backup names, and snapshots a volume through the first whose plugin accepts it; "+
+		"move that location (the upstream AWS plugin's: provider aws or velero.io/aws) to provider %s, or delete it (`check` names it; README, An existing Velero install)",
+		id, aws.ToString(src.VolumeId), took, pl.Location, model.VolumeSnapshotterName, strings.Join(asks, " and "), pl.Location, model.VolumeSnapshotterName)
 	return p, true
 }
 

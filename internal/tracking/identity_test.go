@@ -384,7 +384,7 @@ func TestCancelKeepsALockedPendingVaultCopy(t *testing.T) {
 // An EBS volume snapshotted through another provider's location (the upstream plugin's) in a
 // backup that names this plugin's location with copyToRegion: once this plugin's own snapshot
 // of the volume, if it took one, would be listed, the operation fails naming the location that
-// took the snapshot and why no copy exists. Until then it waits, saying why: another cluster's
+// took the snapshot, why no copy exists and the fix (that location moved or deleted). Until then it waits, saying why: another cluster's
 // backup of the same name may have snapshotted the volume through the upstream plugin. A backup
 // that names no location of this plugin is left alone.
 func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T) {
@@ -444,6 +444,11 @@ func TestAVolumeSnapshottedThroughAnotherProvidersLocationHasNoCopy(t *testing.T
 			checkProgress(t, p, err, tt.want)
 			if tt.want.errTxt != "" && !tt.unread && !strings.Contains(p.Err, "no copy to us-west-2") {
 				t.Errorf("error %q does not say which copy is missing", p.Err)
+			}
+			// Naming this plugin's location on the backup does not help: Velero adds a
+			// provider's only location to every backup. The fix moves or deletes the other one.
+			if fix := "move that location (the upstream AWS plugin's: provider aws or velero.io/aws) to provider velero-async.io/aws, or delete it (`check` names it; README, An existing Velero install)"; tt.want.errTxt != "" && !tt.unread && !strings.HasSuffix(p.Err, fix) {
+				t.Errorf("error %q does not end with the fix %q", p.Err, fix)
 			}
 		})
 	}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the binaries of the e2e rig (kube-apiserver, velero, fakes3, the upstream
+# Builds the binaries of the e2e rig (kube-apiserver, kubectl, velero, fakes3, the upstream
 # velero-plugin-for-aws) from the Go module proxy into a cache directory keyed by their versions
 # and by the tools modules' go.mod/go.sum/sources. Binaries already built are skipped.
 # The last line of stdout is the directory holding the binaries.
@@ -10,7 +10,8 @@
 # velero-plugin-for-aws (the one the upstream compatibility table pairs with it):
 #   v1.18.x  module tools (as cmd/velero)     velero-plugin-for-aws v1.14.3
 #   v1.17.x  module tools/velero-v1.17        velero-plugin-for-aws v1.13.2
-# fakes3 (module tools) and kube-apiserver (module tools/kube) are the same for every version.
+# fakes3 (module tools), kube-apiserver (module tools/kube) and kubectl (module tools/kubectl) are the
+# same for every version.
 # E2E_AWS_PLUGIN_VERSION overrides the upstream plugin's version (it is part of the cache key).
 set -euo pipefail
 
@@ -80,6 +81,14 @@ build fakes3 "$here/tools" ./cmd/fakes3
 build velero "$velero_dir" "$velero_pkg" \
 	-ldflags "-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=${VELERO_VERSION}"
 build kube-apiserver "$here/tools/kube" .
+# kubectl of the same Kubernetes release (module tools/kubectl), for the README's kubectl commands
+# run as written. It has its own cache directory, keyed by its module alone, so that adding or
+# changing it rebuilds nothing else; $bin/kubectl links to it.
+kubectl_hash=$(cd "$here/tools/kubectl" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
+kubectl_bin="$cache/kubectl-${KUBE_VERSION}_${kubectl_hash}/bin"
+mkdir -p "$kubectl_bin"
+(bin=$kubectl_bin shared= && build kubectl "$here/tools/kubectl" .)
+ln -sfn "$kubectl_bin/kubectl" "$bin/kubectl"
 
 if [[ ! -x "$bin/velero-plugin-for-aws" ]]; then
 	echo "build-tools: building velero-plugin-for-aws ${AWS_PLUGIN_VERSION} ..." >&2

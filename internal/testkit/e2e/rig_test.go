@@ -374,7 +374,7 @@ func (r *rig) buildTools() {
 		r.binDir = d
 		r.step("using prebuilt tools in E2E_BIN=%s", d)
 	} else {
-		r.step("building tools (kube-apiserver, velero %s, fakes3, upstream velero-plugin-for-aws) with build-tools.sh", veleroVersion())
+		r.step("building tools (kube-apiserver, kubectl, velero %s, fakes3, upstream velero-plugin-for-aws) with build-tools.sh", veleroVersion())
 		start := time.Now()
 		cmd := exec.Command(filepath.Join(r.repoRoot, "internal", "testkit", "e2e", "build-tools.sh"))
 		// build-tools.sh picks the Velero version (and the upstream AWS plugin paired with it) from
@@ -391,7 +391,7 @@ func (r *rig) buildTools() {
 		r.binDir = lines[len(lines)-1]
 		r.saw("tools in %s after %s", r.binDir, time.Since(start).Round(time.Second))
 	}
-	for _, b := range []string{"kube-apiserver", "velero", "fakes3", "velero-plugin-for-aws"} {
+	for _, b := range []string{"kube-apiserver", "kubectl", "velero", "fakes3", "velero-plugin-for-aws"} {
 		if _, err := os.Stat(filepath.Join(r.binDir, b)); err != nil {
 			r.t.Fatalf("tool missing: %v", err)
 		}

@@ -135,14 +135,25 @@ func words(cmd string) []string {
 // VeleroCommands returns the words of every `velero` command in the sh blocks of a Markdown
 // document, for a test to hand to the real CLI.
 func VeleroCommands(md string) ([][]string, error) {
+	cmds, err := Commands(md, "velero")
+	out := make([][]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = words(c)
+	}
+	return out, err
+}
+
+// Commands returns every command of program in the sh blocks of a Markdown document, in order,
+// each as a shell reads it (continued lines joined), for a test to run as written.
+func Commands(md, program string) ([]string, error) {
 	blocks, err := splitBlocks("README.md", md)
 	if err != nil {
 		return nil, err
 	}
-	var out [][]string
+	var out []string
 	for _, c := range shellCommands(blocks) {
-		if ws := words(c); len(ws) > 1 && ws[0] == "velero" {
-			out = append(out, ws)
+		if ws := words(c); len(ws) > 1 && ws[0] == program {
+			out = append(out, c)
 		}
 	}
 	return out, nil

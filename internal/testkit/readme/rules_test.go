@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	serverconfig "github.com/vmware-tanzu/velero/pkg/cmd/server/config"
+	"github.com/vmware-tanzu/velero/pkg/install"
 	"sigs.k8s.io/yaml"
 )
 
@@ -72,6 +73,7 @@ func TestREADMECopyPasteRules(t *testing.T) {
 		"a user's README, not a test report":                                     lengthAndToneProblems(src),
 		"every link leads somewhere":                                             linkProblems(src, filepath.Dir(readmePath(t))),
 		"Helm values use the chart's keys":                                       helmValuesProblems(blocks),
+		"no upstream location: none installed, an existing one moved over":       upstreamLocationProblems(blocks),
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range problems {
@@ -396,6 +398,51 @@ func helmValuesProblems(blocks []block) []string {
 	return problems
 }
 
+// installedLocation is the name `velero install` gives the upstream VolumeSnapshotLocation it
+// makes unless --use-volume-snapshots=false.
+var installedLocation = install.VolumeSnapshotLocation("velero", "aws", nil).Name
+
+// upstreamLocationProblems: Velero adds a provider's only VolumeSnapshotLocation to every
+// backup, so the README's `velero install` makes no upstream one (--use-volume-snapshots=false),
+// and for an install that has one it moves it to this plugin: a `kubectl patch` of the location
+// `velero install` makes, whose merge patch decodes, strictly, into a VolumeSnapshotLocation of
+// this provider.
+func upstreamLocationProblems(blocks []block) []string {
+	var problems []string
+	moved := false
+	for _, c := range shellCommands(blocks) {
+		ws := words(c)
+		if len(ws) >= 2 && ws[0] == "velero" && ws[1] == "install" {
+			if v, _ := flagValue(ws, "use-volume-snapshots"); v != "false" {
+				problems = append(problems, fmt.Sprintf("`%s` makes an upstream VolumeSnapshotLocation, which Velero adds to every backup: pass --use-volume-snapshots=false", c))
+			}
+		}
+		i := slices.Index(ws, "volumesnapshotlocation")
+		if len(ws) < 1 || ws[0] != "kubectl" || !slices.Contains(ws, "patch") || i < 0 || i+1 >= len(ws) {
+			continue
+		}
+		p := slices.Index(ws, "-p")
+		if p < 0 || p+1 >= len(ws) || !slices.Contains(ws, "merge") {
+			problems = append(problems, fmt.Sprintf("`%s`: want --type merge -p with the patch", c))
+			continue
+		}
+		var vsl velerov1.VolumeSnapshotLocation
+		dec := json.NewDecoder(strings.NewReader(ws[p+1]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&vsl); err != nil {
+			problems = append(problems, fmt.Sprintf("`%s`: the patch is no VolumeSnapshotLocation: %v", c, err))
+			continue
+		}
+		if ws[i+1] == installedLocation && vsl.Spec.Provider == provider {
+			moved = true
+		}
+	}
+	if !moved {
+		problems = append(problems, fmt.Sprintf("no `kubectl patch` moves the location %s that `velero install` makes to provider %s: an existing install keeps it, and it takes EBS volumes without copies", installedLocation, provider))
+	}
+	return problems
+}
+
 var flagMention = regexp.MustCompile(`--([a-z][a-z0-9-]+)`)
 
 // serverFlagProblems: a Velero server flag that `velero install` cannot set is advised only
@@ -545,6 +592,16 @@ func TestCopyPasteRulesCatch(t *testing.T) {
 		{name: "server flag with its kubectl patch; install flag; sample output", rule: flagRule(serverFlags),
 			md: "```sh\nkubectl -n velero patch deployment velero --type json -p '[\n  {\"op\": \"add\", \"value\": \"--default-item-operation-timeout=12h\"}]'\n```\n" +
 				"Use `--default-item-operation-timeout` and `velero install --item-block-worker-count 2`.\n```text\n  ✓ --default-volume-snapshot-locations: ebs\n```\n"},
+		{name: "an existing install's upstream location moved to this plugin", rule: upstreamRule,
+			md: "```sh\nvelero install --provider aws --use-volume-snapshots=false\nkubectl -n velero patch volumesnapshotlocation default --type merge -p '{\"spec\":{\"provider\":\"velero-async.io/aws\"}}'\n```\n"},
+		{name: "an install that makes an upstream location", rule: upstreamRule,
+			md:   "```sh\nvelero install --provider aws\nkubectl -n velero patch volumesnapshotlocation default --type merge -p '{\"spec\":{\"provider\":\"velero-async.io/aws\"}}'\n```\n",
+			want: "pass --use-volume-snapshots=false"},
+		{name: "an existing install's upstream location left as it is", rule: upstreamRule,
+			md: "```sh\nvelero install --provider aws --use-volume-snapshots=false\n```\n", want: "no `kubectl patch` moves the location default"},
+		{name: "a move whose patch misspells a field", rule: upstreamRule,
+			md:   "```sh\nkubectl -n velero patch volumesnapshotlocation default --type merge -p '{\"spec\":{\"providr\":\"velero-async.io/aws\"}}'\n```\n",
+			want: "the patch is no VolumeSnapshotLocation"},
 		{name: "test-report phrasing", rule: toneRule, md: "Measured on this round's code (issue 21), 70 seeds a second.\n", want: "reads as a test report"},
 		{name: "too long", rule: toneRule, md: strings.Repeat("line\n", maxLines+1), want: "more than 700"},
 		{name: "Helm values of the chart's keys", rule: helmRule,
@@ -589,6 +646,8 @@ func flagRule(serverFlags []string) func(string, []block) []string {
 }
 
 func toneRule(md string, _ []block) []string { return lengthAndToneProblems(md) }
+
+func upstreamRule(_ string, blocks []block) []string { return upstreamLocationProblems(blocks) }
 
 func linkRule(md string, _ []block) []string { return linkProblems(md, ".") }
 
