@@ -1,7 +1,7 @@
 // Command bench measures backups with cross-region copies for this plugin, a blocking
 // baseline and a naive asynchronous baseline against the same simulated EC2, then several
-// schedules' backups at once, a large restore in the copy region and a throttling storm; it
-// prints tables and writes the figures as JSON. Targets are reported, never enforced by the
+// schedules' backups at once, a large restore in the copy region, a throttling storm and the
+// audit of a schedule's 1,000 backups; it prints tables and writes the figures as JSON. Targets are reported, never enforced by the
 // exit code.
 package main
 
@@ -33,6 +33,7 @@ func main() {
 		Schedules:       bench.StandardSchedules(),
 		Restore:         bench.StandardRestore(),
 		Storm:           bench.Storm(),
+		Audit:           bench.StandardAudit(),
 		Progress:        os.Stderr,
 	}
 	o.GrowthScenario.Snapshots = ec2sim.Range(time.Second, 2*time.Second)
@@ -50,6 +51,7 @@ func main() {
 	schedulesFlags(fs, &o.Schedules)
 	restoreFlags(fs, &o.Restore)
 	stormFlags(fs, &o.Storm)
+	auditFlags(fs, &o.Audit)
 	_ = fs.Parse(os.Args[1:])
 	o.GrowthScenario.ThrottleScale = o.Scenario.ThrottleScale
 	if o.Skip, err = skipped(only, skip); err != nil {
@@ -120,6 +122,23 @@ func stormFlags(fs *flag.FlagSet, s *bench.Scenario) {
 	fs.Float64Var(&s.ThrottleScale, "storm-throttle-scale", s.ThrottleScale, "EC2 request rates in the storm scenario as a multiple of AWS's")
 }
 
+func auditFlags(fs *flag.FlagSet, a *bench.Audit) {
+	fs.IntVar(&a.Backups, "audit-backups", a.Backups, "backups of the schedule in the audit scenario")
+	fs.IntVar(&a.VolumesPerBackup, "audit-volumes", a.VolumesPerBackup, "volumes of each backup in the audit scenario")
+	fs.Func("audit-memory-at", "comma-separated smaller backup counts the audit scenario is measured at too, for its memory's growth (default 250,500)", func(v string) error {
+		a.MemoryAt = nil
+		for _, f := range list(v) {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			a.MemoryAt = append(a.MemoryAt, n)
+		}
+		return nil
+	})
+	fs.Float64Var(&a.ThrottleScale, "audit-throttle-scale", a.ThrottleScale, "EC2 request rates in the audit scenario as a multiple of AWS's")
+}
+
 // skipped is the set of sections not to run: those not in only (when given) and those in skip.
 func skipped(only, skip string) (map[string]bool, error) {
 	out, err := bench.ParseSections(list(skip))
@@ -148,18 +167,21 @@ func list(v string) []string {
 
 func run(o bench.Options, out string) error {
 	ctx := context.Background()
-	fmt.Fprintln(os.Stderr, "building the plugin…")
-	plugin, err := rig.BuildPlugin(ctx)
-	if err != nil {
-		return err
+	var r bench.Runner
+	if bench.NeedsPlugin(o.Skip) {
+		fmt.Fprintln(os.Stderr, "building the plugin…")
+		plugin, err := rig.BuildPlugin(ctx)
+		if err != nil {
+			return err
+		}
+		defer plugin.Remove()
+		logDir, err := os.MkdirTemp("", "velero-async-bench-")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "Velero and plugin logs: %s\n", logDir)
+		r = bench.Runner{Plugin: plugin, LogDir: logDir}
 	}
-	defer plugin.Remove()
-	logDir, err := os.MkdirTemp("", "velero-async-bench-")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "Velero and plugin logs: %s\n", logDir)
-	r := bench.Runner{Plugin: plugin, LogDir: logDir}
 	rep, err := r.Run(ctx, o)
 	if err != nil {
 		return err
