@@ -61,6 +61,10 @@ type AuditResult struct {
 	// LoadAverage is the machine's 1-minute load average as the audit ended: wall times on a
 	// machine busy with other work are longer than on an idle one, CPU times not.
 	LoadAverage float64 `json:"loadAverage"`
+	// IdleSeconds estimates Read and Decide on idle cores, whatever the load: their CPU time
+	// on every core, one core after another, plus the time the simulator held each answer back
+	// (Audit.Latency).
+	IdleSeconds Seconds `json:"idleSeconds"`
 	// SimulatorSeconds is the time the simulator took to answer the audit's EC2 requests (into
 	// a buffer, before sending); ResponseBytes the size of its answers.
 	SimulatorSeconds Seconds `json:"simulatorSeconds"`
@@ -129,30 +133,12 @@ func RunAudit(ctx context.Context, a Audit) (AuditResults, error) {
 // serves with the location's object-store plugin).
 func (a Audit) runAt(ctx context.Context, n int) (AuditResult, error) {
 	w := a.world(n, time.Now())
-	cfg := ec2sim.Config{ThrottleScale: a.ThrottleScale, Unthrottled: a.ThrottleScale <= 0, Faults: ec2sim.Faults{Latency: a.Latency}}
-	for _, id := range []string{auditSourceAccount, auditVaultAccount} {
-		cfg.Accounts = append(cfg.Accounts, ec2sim.Account{ID: id, AccessKeys: []ec2sim.AccessKey{auditKeys[id]}})
-	}
-	if err := cfg.Validate(); err != nil {
+	served, err := a.serve(ctx, w)
+	if err != nil {
 		return AuditResult{}, err
 	}
-	sim := ec2sim.New(cfg)
-	w.seed(sim)
-	answers := &timedHandler{h: sim}
-	srv := httptest.NewServer(answers)
-	defer srv.Close()
-	// The simulator answers each place's pages once before the audit: it keeps each snapshot's
-	// answer from then on, its memory, not the World's. Its calls are not the audit's, and the
-	// audit starts with the request bucket full again.
-	if err := w.describeAll(ctx, srv.URL); err != nil {
-		return AuditResult{}, fmt.Errorf("describing the snapshots before the audit: %w", err)
-	}
-	if err := sleep(ctx, newBucket(describeBurst, describeRate, a.ThrottleScale).refillTime()); err != nil {
-		return AuditResult{}, err
-	}
-	before := sim.Stats()
-	answers.reset()
-	defer setEnv(map[string]string{"AWS_ENDPOINT_URL_EC2": srv.URL, "AWS_EC2_METADATA_DISABLED": "true"})()
+	defer served.srv.Close()
+	defer setEnv(map[string]string{"AWS_ENDPOINT_URL_EC2": served.srv.URL, "AWS_EC2_METADATA_DISABLED": "true"})()
 	tmp, err := os.MkdirTemp("", "velero-async-bench-audit-")
 	if err != nil {
 		return AuditResult{}, err
@@ -166,7 +152,63 @@ func (a Audit) runAt(ctx context.Context, n int) (AuditResult, error) {
 		Resolver:  location.New(location.WithReader(kube), location.WithNamespace(auditNamespace), location.WithTempDir(tmp)),
 		Namespace: auditNamespace, Provider: location.DefaultProvider,
 	}
+	res, err := measure(ctx, auditor)
+	if err != nil {
+		return AuditResult{}, err
+	}
+	res.Backups, res.Places, res.Bound = n, w.places, pagingBound(w.places)
+	res.SimulatorSeconds, res.ResponseBytes = seconds(served.answers.took), served.answers.bytes
+	res.KubeRequests, res.StoreReads = kube.calls, bucket.reads
+	st := callsSince(served.before, served.sim.Stats())
+	res.Calls, res.Throttled = rig.CallsByAction(st), rig.CallsByOutcome(st)[rig.Throttled]
+	res.TotalCalls, res.BoundTotal = total(res.Calls), total(res.Bound)
+	res.CallRatio = float64(res.TotalCalls) / float64(res.BoundTotal)
+	res.IdleSeconds = res.ReadCPUSeconds + res.DecideCPUSeconds + seconds(time.Duration(res.TotalCalls)*longest(a.Latency))
+	res.Differences = w.want.differences(res.Verdicts)
+	return res, nil
+}
 
+// auditEC2 is the simulator of an audit's world, served over HTTP, with its counts before the
+// audit.
+type auditEC2 struct {
+	sim     *ec2sim.Simulator
+	answers *timedHandler
+	srv     *httptest.Server
+	before  ec2sim.Stats
+}
+
+// serve seeds w into a new simulator at the scenario's rates and serves it. The simulator
+// answers each place's pages once before the audit: it keeps each snapshot's answer from then
+// on, its memory, not the World's. Those calls are not the audit's, and the audit starts with
+// the request bucket full again.
+func (a Audit) serve(ctx context.Context, w *auditWorld) (*auditEC2, error) {
+	cfg := ec2sim.Config{ThrottleScale: a.ThrottleScale, Unthrottled: a.ThrottleScale <= 0, Faults: ec2sim.Faults{Latency: a.Latency}}
+	for _, id := range []string{auditSourceAccount, auditVaultAccount} {
+		cfg.Accounts = append(cfg.Accounts, ec2sim.Account{ID: id, AccessKeys: []ec2sim.AccessKey{auditKeys[id]}})
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &auditEC2{sim: ec2sim.New(cfg)}
+	w.seed(e.sim)
+	e.answers = &timedHandler{h: e.sim}
+	e.srv = httptest.NewServer(e.answers)
+	err := w.describeAll(ctx, e.srv.URL)
+	if err == nil {
+		err = sleep(ctx, newBucket(describeBurst, describeRate, a.ThrottleScale).refillTime())
+	}
+	if err != nil {
+		e.srv.Close()
+		return nil, fmt.Errorf("describing the snapshots before the audit: %w", err)
+	}
+	e.before = e.sim.Stats()
+	e.answers.reset()
+	return e, nil
+}
+
+// measure runs the auditor's Read, then Decide on what it read, and measures both: wall and CPU
+// time, and the heap.
+func measure(ctx context.Context, auditor *audit.Auditor) (AuditResult, error) {
 	baseline := liveHeap()
 	peak := sampleHeap(heapInterval)
 	start, cpu := time.Now(), cpuTime()
@@ -183,18 +225,9 @@ func (a Audit) runAt(ctx context.Context, n int) (AuditResult, error) {
 	peakHeap := peak.stop() - baseline
 	decideHeap := liveHeap() - baseline
 	runtime.KeepAlive(world)
-
-	res := AuditResult{Backups: n, Places: w.places, ReadSeconds: seconds(read), DecideSeconds: seconds(decide), TotalSeconds: seconds(read + decide),
+	return AuditResult{ReadSeconds: seconds(read), DecideSeconds: seconds(decide), TotalSeconds: seconds(read + decide),
 		ReadCPUSeconds: seconds(readCPU), DecideCPUSeconds: seconds(decideCPU), LoadAverage: loadAverage(),
-		SimulatorSeconds: seconds(answers.took), ResponseBytes: answers.bytes, Bound: pagingBound(w.places),
-		KubeRequests: kube.calls, StoreReads: bucket.reads, ReadHeapBytes: readHeap, DecideHeapBytes: decideHeap, PeakHeapBytes: peakHeap,
-		Verdicts: verdictsOf(rep)}
-	st := callsSince(before, sim.Stats())
-	res.Calls, res.Throttled = rig.CallsByAction(st), rig.CallsByOutcome(st)[rig.Throttled]
-	res.TotalCalls, res.BoundTotal = total(res.Calls), total(res.Bound)
-	res.CallRatio = float64(res.TotalCalls) / float64(res.BoundTotal)
-	res.Differences = w.want.differences(res.Verdicts)
-	return res, nil
+		ReadHeapBytes: readHeap, DecideHeapBytes: decideHeap, PeakHeapBytes: peakHeap, Verdicts: verdictsOf(rep)}, nil
 }
 
 // describeAll pages through the snapshots of every place of the world on the simulator at url,

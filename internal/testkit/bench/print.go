@@ -172,19 +172,20 @@ func (rep *Report) printAudit(w io.Writer) {
 	fmt.Fprint(w, "Paging bound: per place ceil(snapshots / 1,000) DescribeSnapshots; where vault copies are, ceil(locked / 1,000) DescribeLockedSnapshots;"+
 		" one DescribeVolumes per place of the location's own account\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backups\tsnapshots\tread\tdecide\tread+decide\tCPU read\tCPU decide\tin the simulator\tload\tEC2 calls\tbound\tratio\tthrottled\tKubernetes requests\tobject-store reads\theap after Read\tafter Decide\tper backup\tpeak (upper bound)\t")
+	fmt.Fprintln(tw, "backups\tsnapshots\tread\tdecide\tread+decide\tCPU read\tCPU decide\ton idle cores\tin the simulator\tload\tEC2 calls\tbound\tratio\tthrottled\tKubernetes requests\tobject-store reads\theap after Read\tafter Decide\tper backup\tpeak (upper bound)\t")
 	for _, r := range rs {
 		snaps := 0
 		for _, p := range r.Places {
 			snaps += p.Snapshots
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.1f\t%d\t%d\t%.2f\t%d\t%d\t%d\t%.1f MiB\t%.1f MiB\t%.1f KiB\t%.1f MiB\t\n", r.Backups, snaps,
-			r.ReadSeconds, r.DecideSeconds, r.TotalSeconds, r.ReadCPUSeconds, r.DecideCPUSeconds, r.SimulatorSeconds, r.LoadAverage, r.TotalCalls, r.BoundTotal, r.CallRatio, r.Throttled,
+		fmt.Fprintf(tw, "%d\t%d\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.1f\t%d\t%d\t%.2f\t%d\t%d\t%d\t%.1f MiB\t%.1f MiB\t%.1f KiB\t%.1f MiB\t\n", r.Backups, snaps,
+			r.ReadSeconds, r.DecideSeconds, r.TotalSeconds, r.ReadCPUSeconds, r.DecideCPUSeconds, r.IdleSeconds, r.SimulatorSeconds, r.LoadAverage, r.TotalCalls, r.BoundTotal, r.CallRatio, r.Throttled,
 			total(r.KubeRequests), total(r.StoreReads), mib(r.ReadHeapBytes), mib(r.DecideHeapBytes), r.HeapPerBackup()/(1<<10), mib(r.PeakHeapBytes))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "  EC2 calls: the audit's only (the simulator answered every page once before, and its bucket refilled); CPU: the process's user and system time on"+
-		" every core (the simulator's and the GC's included); in the simulator: the time it took to make its answers; load: the machine's 1-minute load"+
+		" every core (the simulator's and the GC's included); on idle cores: the CPU times one after another plus EC2's answer delays, an estimate"+
+		" of read+decide whatever the machine's other work; in the simulator: the time it took to make its answers; load: the machine's 1-minute load"+
 		" average as the audit ended; heap: live after a forced GC (after Read: the World; after Decide: the World and the Report), and the most in use"+
 		" sampled every "+heapInterval.String()+" (uncollected garbage included; the simulator's heap paces the collector too, so more piles up than in the"+
 		" command's own process), each less the live heap before Read")

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,11 +42,12 @@ func main() {
 	o.GrowthScenario.SyncPeriod.Duration = veleroSyncPeriod
 	var err error
 	out := "bench-results.json"
-	var only, skip string
+	var only, skip, cpuProfile string
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&out, "out", out, "where to write the results as JSON")
 	fs.StringVar(&only, "only", "", fmt.Sprintf("comma-separated sections to run, of %s (default all)", strings.Join(bench.Sections, ",")))
 	fs.StringVar(&skip, "skip", "", "comma-separated sections not to run")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the bench's own process to this file (the audit section runs in it; the plugin runs in processes of its own)")
 	standardFlags(fs, &o)
 	growthFlags(fs, &o)
 	schedulesFlags(fs, &o.Schedules)
@@ -59,7 +61,14 @@ func main() {
 		os.Exit(2)
 	}
 	rig.PluginArgs()
-	if err := run(o, out); err != nil {
+	stop, err := profile(cpuProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	err = run(o, out)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -137,6 +146,25 @@ func auditFlags(fs *flag.FlagSet, a *bench.Audit) {
 		return nil
 	})
 	fs.Float64Var(&a.ThrottleScale, "audit-throttle-scale", a.ThrottleScale, "EC2 request rates in the audit scenario as a multiple of AWS's")
+}
+
+// profile starts a CPU profile into path, when given, and returns what stops it.
+func profile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // skipped is the set of sections not to run: those not in only (when given) and those in skip.
