@@ -17,6 +17,9 @@ const (
 	createVolumeBurst   = 100
 	createVolumeRate    = 5
 	copySlots           = 20
+	// describeBurst and describeRate are the bucket of filtered or paginated Describe requests.
+	describeBurst = 100
+	describeRate  = 20
 )
 
 // bucket is one of EC2's request buckets at a throttle scale: its size and refill per second,

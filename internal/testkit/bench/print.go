@@ -23,6 +23,7 @@ func (rep *Report) Print(w io.Writer) {
 	rep.printSchedules(w)
 	rep.printRestore(w)
 	rep.printStorm(w)
+	rep.printAudit(w)
 	fmt.Fprintln(w, "\nTargets for the plugin:")
 	for _, t := range rep.Targets {
 		verdict, op := "FAIL", "≥"
@@ -157,6 +158,83 @@ func (rep *Report) printStorm(w io.Writer) {
 	fmt.Fprintf(w, "\nStorm: %s (token buckets' sizes and refill rates)\n", s.describe())
 	fmt.Fprintf(w, "Lower bound: %s (%s)\n\n", s.LowerBound().Round(boundRounding), backupBoundText)
 	printResults(w, []Result{r})
+}
+
+func (rep *Report) printAudit(w io.Writer) {
+	if rep.Audit == nil || len(rep.Audit.Results) == 0 {
+		return
+	}
+	a, rs := rep.Audit.Scenario, rep.Audit.Results
+	large := rs[len(rs)-1]
+	fmt.Fprintf(w, "\nAudit: a schedule's backups of %d volumes, one every %s, each with a copy in %s and a vault copy in %s %s (governance lock, %d days);"+
+		" one backup in %d gone from the storage location and the cluster; a backup without volumes per %d; EC2 at %g× AWS's rates\n",
+		a.VolumesPerBackup, a.Every, auditRegions.copy, auditVaultAccount, auditRegions.copy, a.VaultLockDays, a.GoneEvery, a.MetadataEvery, a.ThrottleScale)
+	fmt.Fprint(w, "Paging bound: per place ceil(snapshots / 1,000) DescribeSnapshots; where vault copies are, ceil(locked / 1,000) DescribeLockedSnapshots;"+
+		" one DescribeVolumes per place of the location's own account\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "backups\tsnapshots\tread\tdecide\tread+decide\tCPU read\tCPU decide\ton idle cores\tin the simulator\tload\tEC2 calls\tbound\tratio\tthrottled\tKubernetes requests\tobject-store reads\theap after Read\tafter Decide\tper backup\tpeak (upper bound)\t")
+	for _, r := range rs {
+		snaps := 0
+		for _, p := range r.Places {
+			snaps += p.Snapshots
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.2fs\t%.1f\t%d\t%d\t%.2f\t%d\t%d\t%d\t%.1f MiB\t%.1f MiB\t%.1f KiB\t%.1f MiB\t\n", r.Backups, snaps,
+			r.ReadSeconds, r.DecideSeconds, r.TotalSeconds, r.ReadCPUSeconds, r.DecideCPUSeconds, r.IdleSeconds, r.SimulatorSeconds, r.LoadAverage, r.TotalCalls, r.BoundTotal, r.CallRatio, r.Throttled,
+			total(r.KubeRequests), total(r.StoreReads), mib(r.ReadHeapBytes), mib(r.DecideHeapBytes), r.HeapPerBackup()/(1<<10), mib(r.PeakHeapBytes))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "  EC2 calls: the audit's only (the simulator answered every page once before, and its bucket refilled); CPU: the process's user and system time on"+
+		" every core (the simulator's and the GC's included); on idle cores: the CPU times one after another plus EC2's answer delays, an estimate"+
+		" of read+decide whatever the machine's other work; in the simulator: the time it took to make its answers; load: the machine's 1-minute load"+
+		" average as the audit ended; heap: live after a forced GC (after Read: the World; after Decide: the World and the Report), and the most in use"+
+		" sampled every "+heapInterval.String()+" (uncollected garbage included; the simulator's heap paces the collector too, so more piles up than in the"+
+		" command's own process), each less the live heap before Read")
+	fmt.Fprintf(w, "\nAt %d backups, by place: ", large.Backups)
+	for i, p := range large.Places {
+		if i > 0 {
+			fmt.Fprint(w, "; ")
+		}
+		fmt.Fprintf(w, "%s %d snapshots (%d locked)", p.Name, p.Snapshots, p.Locked)
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "EC2 action\tcalls\tpaging bound\t")
+	for _, action := range slices.Sorted(maps.Keys(mergeKeys(large.Calls, large.Bound))) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", action, large.Calls[action], large.Bound[action])
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "Kubernetes requests: %s; object-store reads: %s\n", counts(large.KubeRequests), counts(large.StoreReads))
+	for _, r := range rs {
+		v := r.Verdicts
+		fmt.Fprintf(w, "Verdicts at %d backups: %d backups (%d DR-ready), %d orphans, %d kept, %d not judged, %d of an unknown install, %d of other installs, %d problems",
+			r.Backups, v.Backups, v.DRReady, v.Orphans, v.Kept, v.Unjudged, v.Unknown, v.OtherInstalls, v.Problems)
+		if len(r.Differences) == 0 {
+			fmt.Fprintln(w, ": as planted")
+		} else {
+			fmt.Fprintf(w, "; NOT as planted: %s\n", strings.Join(r.Differences, "; "))
+		}
+	}
+}
+
+// mergeKeys is the union of two counts' keys, with zero counts.
+func mergeKeys(a, b map[string]int) map[string]int {
+	out := map[string]int{}
+	for k := range a {
+		out[k] = 0
+	}
+	for k := range b {
+		out[k] = 0
+	}
+	return out
+}
+
+// counts writes counts as "key n, key n" in key order.
+func counts(m map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (sc Scenario) describe() string {

@@ -25,6 +25,8 @@ type Report struct {
 	Schedules *SchedulesRun `json:"schedules,omitempty"`
 	Restore   *RestoreRun   `json:"restore,omitempty"`
 	Storm     *StormRun     `json:"storm,omitempty"`
+	// Audit is the audit-at-scale scenario with its audits.
+	Audit *AuditRun `json:"audit,omitempty"`
 	// Targets are the plugin's targets with the measured figures.
 	Targets []Target `json:"targets"`
 }
@@ -47,6 +49,12 @@ type RestoreRun struct {
 type StormRun struct {
 	Scenario Scenario `json:"scenario"`
 	Result   Result   `json:"result"`
+}
+
+// AuditRun is the audit-at-scale scenario and its audits, smallest world first.
+type AuditRun struct {
+	Scenario Audit        `json:"scenario"`
+	Results  AuditResults `json:"results"`
 }
 
 // Target is one of the plugin's performance targets.
@@ -111,6 +119,13 @@ const (
 	// stormRatio bounds the storm's makespan / lower bound; stormReconcile its longest reconcile.
 	stormRatio     = 1.5
 	stormReconcile = 15 * time.Second
+	// auditCallRatio bounds the audit's EC2 calls / its paging bound; auditTime its Read and
+	// Decide on idle cores (AuditResult.IdleSeconds: the wall time depends on the machine's
+	// other work); auditHeapGrowth its live heap per backup at the largest world / at the smallest
+	// (1: linear; the slack is for hash tables, which grow by doubling).
+	auditCallRatio  = 1.2
+	auditTime       = 60 * time.Second
+	auditHeapGrowth = 1.2
 	// callsPerVolume and progressPerOp bound the largest growth run's EC2 calls per volume and
 	// the median time of a reconcile's Progress calls per open operation. Calls per volume: the
 	// four every volume needs (DescribeVolumes, CreateSnapshot, the recorded mark's CreateTags,
@@ -130,6 +145,7 @@ func (rep *Report) evaluate() {
 	rep.schedulesTargets()
 	rep.restoreTargets()
 	rep.stormTargets()
+	rep.auditTargets()
 }
 
 func (rep *Report) add(t ...Target) { rep.Targets = append(rep.Targets, t...) }
@@ -218,6 +234,28 @@ func (rep *Report) stormTargets() {
 	rep.add(ceiling(fmt.Sprintf("storm: makespan / lower bound at N=%d", r.Volumes), r.Ratio, stormRatio),
 		ceiling("storm: longest reconcile, s", float64(r.LongestReconcile), stormReconcile.Seconds()),
 		ceiling("storm: failed operations", float64(r.FailedOps), 0))
+}
+
+// auditTargets are the audit's targets at its largest world, its memory's growth from the
+// smallest, and its verdicts at every size.
+func (rep *Report) auditTargets() {
+	if rep.Audit == nil || len(rep.Audit.Results) == 0 {
+		return
+	}
+	rs := rep.Audit.Results
+	small, large := rs[0], rs[len(rs)-1]
+	rep.add(ceiling(fmt.Sprintf("audit: EC2 calls / paging bound at %d backups", large.Backups), large.CallRatio, auditCallRatio),
+		ceiling(fmt.Sprintf("audit: Read + Decide at %d backups on idle cores (CPU time + EC2's answer delays), s", large.Backups),
+			float64(large.IdleSeconds), auditTime.Seconds()))
+	if len(rs) > 1 {
+		rep.add(ceiling(fmt.Sprintf("audit: live heap per backup at %d backups / at %d", large.Backups, small.Backups),
+			large.HeapPerBackup()/small.HeapPerBackup(), auditHeapGrowth))
+	}
+	wrong := 0
+	for _, r := range rs {
+		wrong += len(r.Differences)
+	}
+	rep.add(ceiling("audit: verdict counts differing from the world's", float64(wrong), 0))
 }
 
 // WriteJSON writes the report to path.

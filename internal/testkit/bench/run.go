@@ -119,10 +119,21 @@ const (
 	SectionRestore = "restore"
 	// SectionStorm is one backup at 10% of AWS's request rates.
 	SectionStorm = "storm"
+	// SectionAudit is the audit command on a schedule's 1,000 backups with copies and vault
+	// copies.
+	SectionAudit = "audit"
 )
 
 // Sections are every section, in the order Run runs them.
-var Sections = []string{SectionStandard, SectionGrowth, SectionSchedules, SectionRestore, SectionStorm}
+var Sections = []string{SectionStandard, SectionGrowth, SectionSchedules, SectionRestore, SectionStorm, SectionAudit}
+
+// pluginSections are the sections that run the plugin binary.
+var pluginSections = []string{SectionStandard, SectionGrowth, SectionSchedules, SectionRestore, SectionStorm}
+
+// NeedsPlugin reports whether a section not skipped runs the plugin binary.
+func NeedsPlugin(skip map[string]bool) bool {
+	return slices.ContainsFunc(pluginSections, func(s string) bool { return !skip[s] })
+}
 
 // Options select what Run measures.
 type Options struct {
@@ -138,10 +149,11 @@ type Options struct {
 	// growth runs.
 	GrowthScenario Scenario
 	Growth         []int
-	// Schedules, Restore and Storm are the scenarios of their sections.
+	// Schedules, Restore, Storm and Audit are the scenarios of their sections.
 	Schedules Schedules
 	Restore   Restore
 	Storm     Scenario
+	Audit     Audit
 	// Progress receives a line as each run starts and ends.
 	Progress io.Writer
 }
@@ -182,6 +194,11 @@ func (r Runner) runSection(ctx context.Context, section string, o Options, rep *
 		res, err := step(o.Progress, fmt.Sprintf("storm, N=%d at %g× AWS's rates", o.Storm.Volumes, o.Storm.ThrottleScale),
 			func() (Result, error) { return r.RunPlugin(ctx, o.Storm) })
 		rep.Storm = &StormRun{Scenario: o.Storm, Result: res}
+		return err
+	case SectionAudit:
+		res, err := step(o.Progress, fmt.Sprintf("audit of %d backups of %d volumes at %v backups", o.Audit.Backups, o.Audit.VolumesPerBackup, o.Audit.sizes()),
+			func() (AuditResults, error) { return RunAudit(ctx, o.Audit) })
+		rep.Audit = &AuditRun{Scenario: o.Audit, Results: res}
 		return err
 	}
 	return fmt.Errorf("no section %q (sections: %v)", section, Sections)

@@ -95,6 +95,30 @@ type VolumeSpec struct {
 	OutpostArn string `json:"outpostArn,omitempty"`
 }
 
+// SnapshotSpec describes a snapshot or a copy to seed into a region as if EC2 had made it
+// earlier, without its requests: a world of many backups for a benchmark or a test.
+type SnapshotSpec struct {
+	ID          string // "" => generated snap-…
+	VolumeID    string // the origin volume, also for a copy; it need not exist
+	SizeGiB     int32  // default 8
+	Description string
+	Tags        map[string]string
+	// Started is its start time (default now); Completed when it completes (default Started).
+	Started, Completed time.Time
+	// SourceID and SourceRegion make it a copy of that snapshot.
+	SourceID, SourceRegion string
+	// Lock, when set, is the lock it was given as it started.
+	Lock *LockSpec
+}
+
+// LockSpec is a lock of a seeded snapshot: its mode (compliance or governance, never in its
+// cooling-off period) and how many days it lasts from the snapshot's completion, as a lock of a
+// pending snapshot does.
+type LockSpec struct {
+	Mode string
+	Days int32
+}
+
 // RegionConfig seeds one region; AvailabilityZones default to REGION+"a", "b" and "c".
 type RegionConfig struct {
 	AvailabilityZones []string     `json:"availabilityZones,omitempty"`

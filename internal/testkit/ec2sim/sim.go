@@ -7,6 +7,7 @@
 package ec2sim
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -205,6 +206,38 @@ func (s *Simulator) AddVolumesTo(account, regionName string, vols ...VolumeSpec)
 			acct = s.accountOr(account)
 		}
 		ids = append(ids, s.seedVolume(s.region(acct, regionName), v))
+	}
+	return ids
+}
+
+// AddSnapshotsTo seeds snapshots and copies into account's state in region ("" means the
+// default account) as SnapshotSpec describes them, and returns their IDs. No request is made
+// or counted, and no limit applies.
+func (s *Simulator) AddSnapshotsTo(account, regionName string, snaps ...SnapshotSpec) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.region(s.accountOr(account), regionName)
+	now := s.clock.Now()
+	ids := make([]string, 0, len(snaps))
+	for _, spec := range snaps {
+		id, seq := s.newID("snap")
+		if spec.ID != "" {
+			id = spec.ID
+		}
+		start := cmp.Or(spec.Started, now)
+		sn := &snapshot{
+			id: id, owner: r.account, seq: seq, volumeID: spec.VolumeID, description: spec.Description,
+			start: start, done: cmp.Or(spec.Completed, start), visibleAt: start, sizeGiB: cmp.Or(spec.SizeGiB, 8),
+			tags: copyTags(spec.Tags), sourceID: spec.SourceID, sourceRegion: spec.SourceRegion,
+		}
+		if l := spec.Lock; l != nil {
+			sn.lock = &snapshotLock{mode: l.Mode, created: start, days: l.Days}
+		}
+		r.addSnapshot(sn)
+		if sn.isCopy() && now.Before(sn.done) {
+			r.copies[id] = sn
+		}
+		ids = append(ids, id)
 	}
 	return ids
 }

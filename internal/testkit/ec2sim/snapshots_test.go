@@ -336,3 +336,68 @@ func TestSnapshotFullSizeOnceCompleted(t *testing.T) {
 		t.Errorf("completed snapshot: FullSnapshotSizeInBytes = %d, want %d", got, want)
 	}
 }
+
+// TestAddSnapshotsTo: seeded snapshots and copies are described, paged and locked as if EC2 had
+// made them, at the simulator's now.
+func TestAddSnapshotsTo(t *testing.T) {
+	f := start(t, Config{})
+	now := f.clock.Now()
+	tags := map[string]string{"velero.io/backup": "nightly"}
+	ids := f.srv.Sim.AddSnapshotsTo("", "us-west-2",
+		SnapshotSpec{VolumeID: "vol-1", Tags: tags, Started: now.Add(-time.Hour), Completed: now.Add(-50 * time.Minute)},
+		SnapshotSpec{VolumeID: "vol-2", Tags: tags, Started: now.Add(-time.Minute), Completed: now.Add(time.Minute), SizeGiB: 100},
+		SnapshotSpec{VolumeID: "vol-1", Tags: tags, SourceID: "snap-0source", SourceRegion: "us-east-1", Started: now.Add(-10 * 24 * time.Hour),
+			Completed: now.Add(-10*24*time.Hour + time.Hour), Lock: &LockSpec{Mode: lockModeGovernance, Days: 7}},
+		SnapshotSpec{VolumeID: "vol-2", Tags: tags, SourceID: "snap-0source", SourceRegion: "us-east-1", Started: now.Add(-time.Hour),
+			Completed: now.Add(-time.Hour), Lock: &LockSpec{Mode: lockModeCompliance, Days: 7}},
+		SnapshotSpec{ID: "snap-0untagged", VolumeID: "vol-3"},
+	)
+	byID := map[string]types.Snapshot{}
+	in := &ec2.DescribeSnapshotsInput{MaxResults: aws.Int32(5), OwnerIds: []string{"self"},
+		Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{"velero.io/backup"}}}}
+	for p := ec2.NewDescribeSnapshotsPaginator(f.client("us-west-2"), in); p.HasMorePages(); {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range out.Snapshots {
+			byID[aws.ToString(s.SnapshotId)] = s
+		}
+	}
+	locks, err := f.client("us-west-2").DescribeLockedSnapshots(ctx, &ec2.DescribeLockedSnapshotsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockOf := map[string]types.LockState{}
+	for _, l := range locks.Snapshots {
+		lockOf[aws.ToString(l.SnapshotId)] = l.LockState
+	}
+	tests := []struct {
+		name, id string
+		state    types.SnapshotState
+		source   string
+		lock     types.LockState
+	}{
+		{"a completed source", ids[0], types.SnapshotStateCompleted, "", ""},
+		{"a pending source", ids[1], types.SnapshotStatePending, "", ""},
+		{"a copy whose lock expired 7 days after it completed", ids[2], types.SnapshotStateCompleted, "vol-ffffffff", types.LockStateExpired},
+		{"a copy still locked", ids[3], types.SnapshotStateCompleted, "vol-ffffffff", types.LockStateCompliance},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ok := byID[tt.id]
+			if !ok {
+				t.Fatalf("%s not listed by its tag", tt.id)
+			}
+			if s.State != tt.state || tt.source != "" && aws.ToString(s.VolumeId) != tt.source || lockOf[tt.id] != tt.lock {
+				t.Errorf("%s: state %s, volume %s, lock %q; want %s, %s, %q", tt.id, s.State, aws.ToString(s.VolumeId), lockOf[tt.id], tt.state, tt.source, tt.lock)
+			}
+		})
+	}
+	if len(byID) != 4 || ids[4] != "snap-0untagged" {
+		t.Errorf("listed %d by the tag, IDs %v; want the 4 tagged, and the untagged one's own ID", len(byID), ids)
+	}
+	if n := f.srv.Sim.Stats().Total("", ""); n != 2 {
+		t.Errorf("%d calls counted; want only the page and the locks' listing", n)
+	}
+}

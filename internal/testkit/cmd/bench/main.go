@@ -1,7 +1,7 @@
 // Command bench measures backups with cross-region copies for this plugin, a blocking
 // baseline and a naive asynchronous baseline against the same simulated EC2, then several
-// schedules' backups at once, a large restore in the copy region and a throttling storm; it
-// prints tables and writes the figures as JSON. Targets are reported, never enforced by the
+// schedules' backups at once, a large restore in the copy region, a throttling storm and the
+// audit of a schedule's 1,000 backups; it prints tables and writes the figures as JSON. Targets are reported, never enforced by the
 // exit code.
 package main
 
@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ func main() {
 		Schedules:       bench.StandardSchedules(),
 		Restore:         bench.StandardRestore(),
 		Storm:           bench.Storm(),
+		Audit:           bench.StandardAudit(),
 		Progress:        os.Stderr,
 	}
 	o.GrowthScenario.Snapshots = ec2sim.Range(time.Second, 2*time.Second)
@@ -40,16 +42,18 @@ func main() {
 	o.GrowthScenario.SyncPeriod.Duration = veleroSyncPeriod
 	var err error
 	out := "bench-results.json"
-	var only, skip string
+	var only, skip, cpuProfile string
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.StringVar(&out, "out", out, "where to write the results as JSON")
 	fs.StringVar(&only, "only", "", fmt.Sprintf("comma-separated sections to run, of %s (default all)", strings.Join(bench.Sections, ",")))
 	fs.StringVar(&skip, "skip", "", "comma-separated sections not to run")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the bench's own process to this file (the audit section runs in it; the plugin runs in processes of its own)")
 	standardFlags(fs, &o)
 	growthFlags(fs, &o)
 	schedulesFlags(fs, &o.Schedules)
 	restoreFlags(fs, &o.Restore)
 	stormFlags(fs, &o.Storm)
+	auditFlags(fs, &o.Audit)
 	_ = fs.Parse(os.Args[1:])
 	o.GrowthScenario.ThrottleScale = o.Scenario.ThrottleScale
 	if o.Skip, err = skipped(only, skip); err != nil {
@@ -57,7 +61,14 @@ func main() {
 		os.Exit(2)
 	}
 	rig.PluginArgs()
-	if err := run(o, out); err != nil {
+	stop, err := profile(cpuProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	err = run(o, out)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -120,6 +131,42 @@ func stormFlags(fs *flag.FlagSet, s *bench.Scenario) {
 	fs.Float64Var(&s.ThrottleScale, "storm-throttle-scale", s.ThrottleScale, "EC2 request rates in the storm scenario as a multiple of AWS's")
 }
 
+func auditFlags(fs *flag.FlagSet, a *bench.Audit) {
+	fs.IntVar(&a.Backups, "audit-backups", a.Backups, "backups of the schedule in the audit scenario")
+	fs.IntVar(&a.VolumesPerBackup, "audit-volumes", a.VolumesPerBackup, "volumes of each backup in the audit scenario")
+	fs.Func("audit-memory-at", "comma-separated smaller backup counts the audit scenario is measured at too, for its memory's growth (default 250,500)", func(v string) error {
+		a.MemoryAt = nil
+		for _, f := range list(v) {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			a.MemoryAt = append(a.MemoryAt, n)
+		}
+		return nil
+	})
+	fs.Float64Var(&a.ThrottleScale, "audit-throttle-scale", a.ThrottleScale, "EC2 request rates in the audit scenario as a multiple of AWS's")
+}
+
+// profile starts a CPU profile into path, when given, and returns what stops it.
+func profile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
 // skipped is the set of sections not to run: those not in only (when given) and those in skip.
 func skipped(only, skip string) (map[string]bool, error) {
 	out, err := bench.ParseSections(list(skip))
@@ -148,18 +195,21 @@ func list(v string) []string {
 
 func run(o bench.Options, out string) error {
 	ctx := context.Background()
-	fmt.Fprintln(os.Stderr, "building the plugin…")
-	plugin, err := rig.BuildPlugin(ctx)
-	if err != nil {
-		return err
+	var r bench.Runner
+	if bench.NeedsPlugin(o.Skip) {
+		fmt.Fprintln(os.Stderr, "building the plugin…")
+		plugin, err := rig.BuildPlugin(ctx)
+		if err != nil {
+			return err
+		}
+		defer plugin.Remove()
+		logDir, err := os.MkdirTemp("", "velero-async-bench-")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "Velero and plugin logs: %s\n", logDir)
+		r = bench.Runner{Plugin: plugin, LogDir: logDir}
 	}
-	defer plugin.Remove()
-	logDir, err := os.MkdirTemp("", "velero-async-bench-")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "Velero and plugin logs: %s\n", logDir)
-	r := bench.Runner{Plugin: plugin, LogDir: logDir}
 	rep, err := r.Run(ctx, o)
 	if err != nil {
 		return err
