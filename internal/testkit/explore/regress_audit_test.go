@@ -1,20 +1,10 @@
 package explore
 
-import (
-	"testing"
-
-	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
-)
+import "github.com/velero-async/velero-plugin-for-aws/internal/audit"
 
 // auditRegressions are the findings of the audit's orphan deletion and verdicts, played by
 // TestRegressions with the others.
-var auditRegressions = []struct {
-	name  string
-	want  category
-	setup setup
-	steps func(w *world)
-	kept  func(t *testing.T, w *world)
-}{
+var auditRegressions = []regression{
 	{
 		name:  "after a reinstall, audit --delete-orphans before Velero's sync deletes nothing a backup in the bucket names",
 		want:  catOrphanDeletion,
@@ -70,8 +60,4 @@ var auditRegressions = []struct {
 	},
 }
 
-func init() {
-	for _, r := range auditRegressions {
-		regressions = append(regressions, r)
-	}
-}
+func init() { regressions = append(regressions, auditRegressions...) }

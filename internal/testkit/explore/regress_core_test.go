@@ -9,13 +9,7 @@ import (
 
 // coreRegressions are the findings of the actors of core_actors.go and of the location's config
 // changed, played by TestRegressions with the others.
-var coreRegressions = []struct {
-	name  string
-	want  category
-	setup setup
-	steps func(w *world)
-	kept  func(t *testing.T, w *world)
-}{
+var coreRegressions = []regression{
 	{
 		name:  "an operation whose CreateSnapshot failed neither follows nor deletes another cluster's snapshot of the same backup, PV and volume, marked pending without the UID",
 		want:  catForeignTouched,
@@ -51,11 +45,7 @@ var coreRegressions = []struct {
 	},
 }
 
-func init() {
-	for _, r := range coreRegressions {
-		regressions = append(regressions, r)
-	}
-}
+func init() { regressions = append(regressions, coreRegressions...) }
 
 // The races, restores and volumes of core_actors.go on steps named in full: each keeps every
 // promise, and each shows what it is there to show.

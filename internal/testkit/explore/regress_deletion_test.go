@@ -1,19 +1,10 @@
 package explore
 
-import (
-	"testing"
-	"time"
-)
+import "time"
 
 // deletionRegressions are the findings of deletions racing a reconcile, played by
 // TestRegressions with the others.
-var deletionRegressions = []struct {
-	name  string
-	want  category
-	setup setup
-	steps func(w *world)
-	kept  func(t *testing.T, w *world)
-}{
+var deletionRegressions = []regression{
 	{
 		name: "a copy started by a reconcile while the deletion's mark is on its way is deleted with the backup",
 		want: catCopyLeaked,
@@ -70,8 +61,4 @@ var deletionRegressions = []struct {
 	},
 }
 
-func init() {
-	for _, r := range deletionRegressions {
-		regressions = append(regressions, r)
-	}
-}
+func init() { regressions = append(regressions, deletionRegressions...) }

@@ -22,13 +22,7 @@ func refusing(action, role string) faults {
 
 // endedRegressions are the findings of the restored-volume, one-account-refusing,
 // slow-copy and progress actors, played by TestRegressions with the others.
-var endedRegressions = []struct {
-	name  string
-	want  category
-	setup setup
-	steps func(w *world)
-	kept  func(t *testing.T, w *world)
-}{
+var endedRegressions = []regression{
 	{
 		name:  "a volume this plugin restored, backed up again through the upstream plugin's location, fails naming that location instead of completing without its copy",
 		want:  catRestoredVolumeNoCopy,
@@ -171,11 +165,7 @@ var endedRegressions = []struct {
 	},
 }
 
-func init() {
-	for _, r := range endedRegressions {
-		regressions = append(regressions, r)
-	}
-}
+func init() { regressions = append(regressions, endedRegressions...) }
 
 // reconcileUnderThenEnd runs one reconcile under faults f, then, without faults, polls until
 // every operation has ended and lets EC2's listing lag pass.

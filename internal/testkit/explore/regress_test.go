@@ -48,14 +48,17 @@ func twoPVs(s setup) setup {
 
 const dayTimeout = 24 * time.Hour
 
-var regressions = []struct {
+// regression is a finding kept as a scenario: its steps, on the code that had it, break want.
+type regression struct {
 	name  string
 	want  category
 	setup setup
 	steps func(w *world)
 	// kept, when set, checks what the user sees once the finding is fixed.
 	kept func(t *testing.T, w *world)
-}{
+}
+
+var regressions = []regression{
 	{
 		name:  "a volume whose snapshot EC2 does not list yet completes with no snapshot when another install has same-named snapshots",
 		want:  catCompletedWithoutSnapshot,
@@ -467,13 +470,7 @@ func TestScenariosKeepEveryPromise(t *testing.T) {
 
 // laterRegressions are the findings of the restore, Kubernetes API, old-operation and Cancel
 // actors, played by TestRegressions with the others.
-var laterRegressions = []struct {
-	name  string
-	want  category
-	setup setup
-	steps func(w *world)
-	kept  func(t *testing.T, w *world)
-}{
+var laterRegressions = []regression{
 	{
 		name:  "with the Kubernetes API refusing the plugin, a PV snapshotted by the upstream plugin's location completes without the copy the backup's location asks for",
 		want:  catOtherProviderUnread,
@@ -524,11 +521,7 @@ var laterRegressions = []struct {
 	},
 }
 
-func init() {
-	for _, r := range laterRegressions {
-		regressions = append(regressions, r)
-	}
-}
+func init() { regressions = append(regressions, laterRegressions...) }
 
 // TestOldOperationsOfStaticPVsOnOneVolumeKeepEveryPromise follows, on this release, the v1
 // operations of two static PVs on one EBS volume whose snapshots an earlier release took
