@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -418,8 +419,15 @@ func (r *rig) restore(t *testing.T, name, backup string, pvs int) (*velerov1.Res
 	time.Sleep(500 * time.Millisecond)
 	rphases := pl.get()
 	r.saw("restore %s phases observed by watch: %v", name, rphases)
-	if want := []string{"InProgress", "WaitingForPluginOperations", "Finalizing", "Completed"}; !isSubsequence(want, rphases) {
+	// Velero asks each operation's progress once as the restore's items end, and goes straight
+	// to Finalizing when all are done by then (a busy machine's slow restore, a volume EC2 made
+	// at once): WaitingForPluginOperations is then skipped, and the operations' count below is
+	// what shows they ran.
+	if want := []string{"InProgress", "Finalizing", "Completed"}; !isSubsequence(want, rphases) {
 		t.Errorf("restore phases %v do not contain %v in order", rphases, want)
+	}
+	if !slices.Contains(rphases, string(velerov1.RestorePhaseWaitingForPluginOperations)) {
+		r.saw("restore %s: every operation had completed when Velero first asked; no WaitingForPluginOperations", name)
 	}
 	r.saw("restore %s ended %s: operations attempted %d, completed %d, failed %d; errors %d warnings %d",
 		name, rs.Status.Phase, rs.Status.RestoreItemOperationsAttempted, rs.Status.RestoreItemOperationsCompleted,
