@@ -3,6 +3,7 @@ package explore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -160,16 +161,27 @@ func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable boo
 		}
 	}
 	w.logf("audit: --delete-orphans --location %q (grace %s, storage location Available %v) -> deleted %v, refused %v, problems %q, %v", only, grace, bslAvailable, deleted, refused, rep.Problems, err)
-	w.checkSince(before, orphanDeletionBounds(w))
+	w.checkSince(before, orphanDeletionBounds(w, grace))
 	w.checkVerdicts(rep, before.requests)
 }
 
-// orphanDeletionBounds are what the orphan deletion may do: only Describe requests and
-// deletions; no snapshot deleted that a kept backup records (or whose source it records), of
-// another or an unknown install, locked or retained; no volume deleted but one an interrupted
-// drill of this install left.
-func orphanDeletionBounds(w *world) bounds {
-	return bounds{cat: catOrphanDeletion, role: auditRole, requests: auditRequests, keepSnapshot: w.neededBy,
+// orphanDeletionBounds are what the orphan deletion with --orphan-grace grace may do: only
+// Describe requests and deletions; no snapshot deleted that a kept backup records (or whose
+// source it records), of another or an unknown install, locked or retained, or younger than the
+// grace even now, once the audit has ended (its age then is at least what the audit saw); no
+// volume deleted but one an interrupted drill of this install left.
+func orphanDeletionBounds(w *world, grace time.Duration) bounds {
+	ended := w.clk.Now()
+	keep := func(s ec2sim.Snapshot) string {
+		if why := w.neededBy(s); why != "" {
+			return why
+		}
+		if age := ended.Sub(s.StartTime); age < grace {
+			return fmt.Sprintf("%s old, younger than --orphan-grace %s", age, grace)
+		}
+		return ""
+	}
+	return bounds{cat: catOrphanDeletion, role: auditRole, requests: auditRequests, keepSnapshot: keep,
 		keepVolume: func(v ec2sim.Volume) string {
 			if v.Tags[audit.TagDrill] != ourInstall {
 				return "no drill volume of this install"
