@@ -45,6 +45,7 @@ var knownConfigKeys = []string{
 	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
 	ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion,
 	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
+	ConfigVaultBucket, ConfigVaultBucketPrefix, ConfigVaultBucketRegion,
 	ConfigVolumeInitializationRate, ConfigWaitForVolumeInitialization, ConfigVolumeInitializationFallback,
 }
 

@@ -38,6 +38,8 @@ type VaultConfig struct {
 	Lock Lock
 	// RetainOnDelete keeps the vault copies when their backup is deleted.
 	RetainOnDelete bool
+	// Bucket, when its Name is set, is the vault account's bucket holding the backups' records.
+	Bucket VaultBucket
 }
 
 // Lock is an EBS snapshot lock to put on vault copies.
@@ -54,6 +56,7 @@ type Lock struct {
 var vaultKeys = []string{
 	ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion, ConfigVaultKMSKeyID,
 	ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
+	ConfigVaultBucket, ConfigVaultBucketPrefix, ConfigVaultBucketRegion,
 }
 
 // Enabled reports whether the location asks for vault copies.
@@ -111,6 +114,9 @@ func parseVault(m map[string]string, region, copyToRegion string) (VaultConfig, 
 		return VaultConfig{}, err
 	}
 	v.Lock = lock
+	if v.Bucket, err = parseVaultBucket(m, v.Region); err != nil {
+		return VaultConfig{}, err
+	}
 	return v, nil
 }
 
