@@ -39,12 +39,7 @@ func (b VaultBucket) BackupsPrefix() string {
 func parseVaultBucket(m map[string]string, vaultRegion string) (VaultBucket, error) {
 	name, ok := m[ConfigVaultBucket]
 	if !ok {
-		for _, k := range []string{ConfigVaultBucketPrefix, ConfigVaultBucketRegion} {
-			if val, ok := m[k]; ok {
-				return VaultBucket{}, fmt.Errorf("config key %q (value %q) needs %q", k, val, ConfigVaultBucket)
-			}
-		}
-		return VaultBucket{}, nil
+		return VaultBucket{}, noKeysWithout(m, ConfigVaultBucket, ConfigVaultBucketPrefix, ConfigVaultBucketRegion)
 	}
 	if !bucketName.MatchString(name) || strings.Contains(name, "..") {
 		return VaultBucket{}, fmt.Errorf("config key %q: %q is not an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens)", ConfigVaultBucket, name)

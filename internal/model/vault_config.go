@@ -74,12 +74,7 @@ func parseVault(m map[string]string, region, copyToRegion string) (VaultConfig, 
 		KMSKeyID:         m[ConfigVaultKMSKeyID],
 	}
 	if _, ok := m[ConfigVaultAccountID]; !ok {
-		for _, k := range vaultKeys {
-			if val, ok := m[k]; ok {
-				return VaultConfig{}, fmt.Errorf("config key %q (value %q) needs %q", k, val, ConfigVaultAccountID)
-			}
-		}
-		return VaultConfig{}, nil
+		return VaultConfig{}, noKeysWithout(m, ConfigVaultAccountID, vaultKeys...)
 	}
 	if !awsid.IsAccountID(v.AccountID) {
 		return VaultConfig{}, fmt.Errorf("config key %q: %q is not a 12-digit AWS account ID", ConfigVaultAccountID, v.AccountID)
@@ -124,12 +119,7 @@ func parseVault(m map[string]string, region, copyToRegion string) (VaultConfig, 
 func parseLock(m map[string]string) (Lock, error) {
 	mode, hasMode := m[ConfigVaultLockMode]
 	if !hasMode {
-		for _, k := range []string{ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours} {
-			if val, ok := m[k]; ok {
-				return Lock{}, fmt.Errorf("config key %q (value %q) needs %q", k, val, ConfigVaultLockMode)
-			}
-		}
-		return Lock{}, nil
+		return Lock{}, noKeysWithout(m, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours)
 	}
 	if mode != LockModeCompliance && mode != LockModeGovernance {
 		return Lock{}, fmt.Errorf("config key %q: %q is neither %q nor %q", ConfigVaultLockMode, mode, LockModeCompliance, LockModeGovernance)
