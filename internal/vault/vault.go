@@ -70,7 +70,11 @@ func (l Lock) String() string {
 	case l.Mode == "":
 		return "Object Lock on, without a default retention"
 	}
-	return fmt.Sprintf("Object Lock on, default retention %s for %d days", l.Mode, l.Days)
+	days := "days"
+	if l.Days == 1 {
+		days = "day"
+	}
+	return fmt.Sprintf("Object Lock on, default retention %s for %d %s", l.Mode, l.Days, days)
 }
 
 // Bucket is what the vault bucket holds.
