@@ -131,28 +131,45 @@ func readError(err error) *ReadError {
 // Read reads the bucket's Object Lock configuration and the records it holds under its prefix.
 // An error is a *ReadError.
 func Read(ctx context.Context, c S3, b model.VaultBucket) (Bucket, error) {
-	var out Bucket
+	lock, err := ReadLock(ctx, c, b)
+	if err != nil {
+		return Bucket{}, err
+	}
+	records, err := ReadRecords(ctx, c, b)
+	if err != nil {
+		return Bucket{}, err
+	}
+	return Bucket{Lock: lock, Records: records}, nil
+}
+
+// ReadLock reads the bucket's Object Lock configuration (s3:GetBucketObjectLockConfiguration).
+// An error is a *ReadError.
+func ReadLock(ctx context.Context, c S3, b model.VaultBucket) (Lock, error) {
 	lc, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(b.Name)})
 	switch {
 	case ec2api.Code(err) == codeNoLockConfiguration:
+		return Lock{}, nil
 	case err != nil:
-		return Bucket{}, readError(fmt.Errorf("reading the Object Lock configuration of bucket %s in %s: %w", b.Name, b.Region, err))
-	default:
-		out.Lock = lockOf(lc.ObjectLockConfiguration)
+		return Lock{}, readError(fmt.Errorf("reading the Object Lock configuration of bucket %s in %s: %w", b.Name, b.Region, err))
 	}
+	return lockOf(lc.ObjectLockConfiguration), nil
+}
+
+// ReadRecords lists the backups whose records the bucket holds in full under its prefix, each
+// with when it was complete (s3:ListBucket). An error is a *ReadError.
+func ReadRecords(ctx context.Context, c S3, b model.VaultBucket) (map[string]time.Time, error) {
 	keys := map[string]time.Time{}
 	pages := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(b.Name), Prefix: aws.String(b.BackupsPrefix())})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return Bucket{}, readError(fmt.Errorf("listing %s in bucket %s in %s: %w", b.BackupsPrefix(), b.Name, b.Region, err))
+			return nil, readError(fmt.Errorf("listing %s in bucket %s in %s: %w", b.BackupsPrefix(), b.Name, b.Region, err))
 		}
 		for _, o := range page.Contents {
 			keys[strings.TrimPrefix(aws.ToString(o.Key), b.BackupsPrefix())] = aws.ToTime(o.LastModified)
 		}
 	}
-	out.Records = recordsOf(keys)
-	return out, nil
+	return recordsOf(keys), nil
 }
 
 // lockOf reads an Object Lock configuration.
