@@ -2,8 +2,10 @@
 // for each backup of the plugin's VolumeSnapshotLocations it counts the sources, the copies in
 // copyToRegion and the vault copies (with their locks) and says whether the backup is DR-ready;
 // for each schedule it gives the newest DR-ready backup in each recovery place against the
-// schedule's interval; and it finds this install's orphans: snapshots no backup needs, with
-// their size and monthly cost.
+// schedule's interval; for a location with a vault bucket, whether each backup restores
+// without its source account (vault copies and the record in the vault bucket), and the
+// recovery point for that loss; and it finds this install's orphans: snapshots no backup
+// needs, with their size and monthly cost.
 //
 // A snapshot is an orphan only when no backup record in any of this install's backup storage
 // locations can name it (orphans.go): the audit reads the storage locations' object storage
@@ -65,9 +67,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return nil, 0, err
 		}
 		defer stores.Close()
+		factory := ec2api.NewFactory()
 		a := &Auditor{
 			Kube: session.Kube, Stores: stores, Resolver: session.Resolver,
-			Clients: ec2api.NewFactory(), Clock: clock.RealClock{},
+			Clients: factory, Buckets: factory, Clock: clock.RealClock{},
 			Namespace: cmd.Namespace, Provider: location.DefaultProvider,
 		}
 		rep, err := a.Run(ctx, *only, opts, *deleteOrphans && *confirm)

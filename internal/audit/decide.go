@@ -163,6 +163,11 @@ func (v view) problems() []string {
 			out = append(out, fmt.Sprintf("%s with %s (location %s): %s", placeName(p.Kind, p.Account, p.Region), p.Creds, p.Location, p.Err))
 		}
 	}
+	for _, l := range v.w.Locations {
+		if b := v.w.VaultBuckets[l.Name]; b.Err != "" {
+			out = append(out, fmt.Sprintf("vault bucket %s of location %s: %s", b.Bucket.Name, l.Name, b.Err))
+		}
+	}
 	for _, l := range v.w.StorageLocations {
 		if st := v.w.Stored[l.Name]; st.Err != "" {
 			out = append(out, fmt.Sprintf("backup storage location %s could not be listed: %s", l.Name, st.Err))
@@ -283,7 +288,9 @@ func (v view) backupLine(b velerov1.Backup) (BackupLine, bool) {
 		return places[name]
 	}
 	var readySince time.Time
+	locs := map[string]bool{}
 	for _, r := range ours {
+		locs[r.Location] = true
 		loc := v.locations[r.Location]
 		src, found := v.sources[r.ID]
 		var srcp *Snapshot
@@ -350,7 +357,27 @@ func (v view) backupLine(b velerov1.Backup) (BackupLine, bool) {
 	if finished(b) {
 		line.Findings = placeFindings(line.Places)
 	}
+	line.AccountLoss = v.accountLossOf(b.Name, line.Places, locs)
 	return line, true
+}
+
+// accountLossOf judges the backup's restore without its source account, when any of its
+// locations names a vault bucket; nil otherwise.
+func (v view) accountLossOf(name string, places []PlaceCount, locs map[string]bool) *AccountLoss {
+	var buckets []BucketRead
+	var without []string
+	for loc := range locs {
+		if b, ok := v.w.VaultBuckets[loc]; ok {
+			buckets = append(buckets, b)
+		} else {
+			without = append(without, loc)
+		}
+	}
+	if len(buckets) == 0 {
+		return nil
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].Bucket.Name < buckets[j].Bucket.Name })
+	return accountLoss(name, places, buckets, without)
 }
 
 // EC2 snapshot states.
@@ -448,11 +475,8 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 			continue
 		}
 		starts[b.Schedule] = append(starts[b.Schedule], b.Started)
-		for _, p := range b.Places {
-			if p.Kind == KindSource {
-				continue
-			}
-			k := key{b.Schedule, p.Place}
+		for _, p := range recoveryPlaces(*b) {
+			k := key{b.Schedule, p.name}
 			pt, seen := points[k]
 			if !seen {
 				keys = append(keys, k)
@@ -463,9 +487,9 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 				continue
 			}
 			switch {
-			case p.Unread != "":
-				pt.unknown, pt.decided = p.Unread, true
-			case p.Ready():
+			case p.unread != "":
+				pt.unknown, pt.decided = p.unread, true
+			case p.ready:
 				pt.backup, pt.decided = b, true
 			}
 		}
@@ -485,6 +509,8 @@ func recoveryPoints(backups []BackupLine, now time.Time, slack time.Duration) []
 		switch {
 		case pt.unknown != "":
 			p.Unknown = pt.unknown
+		case pt.backup == nil && k.place == accountLossPlace:
+			p.Finding = "no Completed backup of this schedule is vault-restorable (its vault copies completed and locked, its record in the vault bucket)"
 		case pt.backup == nil:
 			p.Finding = "no Completed backup of this schedule has all its copies completed here"
 		default:

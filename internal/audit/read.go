@@ -20,6 +20,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/objectstore"
+	"github.com/velero-async/velero-plugin-for-aws/internal/vault"
 )
 
 // resolveBackupName names the Backup the audit asks the Resolver about: one naming only the
@@ -41,7 +42,9 @@ type Auditor struct {
 	Stores   Stores
 	Resolver cli.Resolver
 	Clients  cli.Clients
-	Clock    clock.PassiveClock
+	// Buckets loads the AWS config of the vault buckets' S3 clients (*ec2api.Factory).
+	Buckets vault.Configs
+	Clock   clock.PassiveClock
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string
 }
@@ -90,7 +93,29 @@ func (a *Auditor) Read(ctx context.Context, only string) (World, error) {
 	w.Backups, w.Schedules, w.StorageLocations = backups.Items, schedules.Items, bsls.Items
 	a.readStores(ctx, &w)
 	a.readPlaces(ctx, &w)
+	a.readVaultBuckets(ctx, &w)
 	return w, nil
+}
+
+// readVaultBuckets lists the records in the vault bucket of every location naming one, with its
+// vault credentials.
+func (a *Auditor) readVaultBuckets(ctx context.Context, w *World) {
+	w.VaultBuckets = map[string]BucketRead{}
+	for _, l := range w.Locations {
+		b := l.Config.Vault.Bucket
+		if l.Err != "" || !b.Enabled() || l.VaultCreds == nil {
+			continue
+		}
+		r := BucketRead{Bucket: b}
+		c, err := vault.Client(ctx, a.Buckets, b.Region, *l.VaultCreds)
+		if err == nil {
+			r.Records, err = vault.ReadRecords(ctx, c, b)
+		}
+		if err != nil {
+			r.Err = err.Error()
+		}
+		w.VaultBuckets[l.Name] = r
+	}
 }
 
 // location reads v's config and the credentials the item actions use for it.

@@ -61,6 +61,23 @@ type BackupLine struct {
 	Findings []string `json:"findings,omitempty"`
 	// LastDrill is the result drill --record wrote on the Backup.
 	LastDrill string `json:"lastDrill,omitempty"`
+	// AccountLoss, for a backup of a location naming a vault bucket, says whether it restores
+	// without its source account.
+	AccountLoss *AccountLoss `json:"accountLoss,omitempty"`
+}
+
+// AccountLoss is whether a backup restores once its source account is gone: from its vault
+// copies, with its record in the vault bucket.
+type AccountLoss struct {
+	// Buckets names the vault buckets read for its record.
+	Buckets string `json:"buckets"`
+	// Restorable: every vault copy asked for completed (and locked where asked), and its record
+	// is in the vault bucket. Never true when something it rests on was not read.
+	Restorable bool `json:"vaultRestorable"`
+	// Unknown says what was not read, while nothing read says it is not restorable.
+	Unknown string `json:"unknown,omitempty"`
+	// Why says why it is not restorable.
+	Why string `json:"why,omitempty"`
 }
 
 // PlaceCount counts one backup's snapshots in one place.
@@ -186,6 +203,9 @@ func (r Report) WriteText(w io.Writer) error {
 		for _, p := range b.Places {
 			fmt.Fprintf(tw, "    %s\t%s\n", p.Place, placeText(p))
 		}
+		if l := b.AccountLoss; l != nil {
+			fmt.Fprintf(tw, "    %s\t%s\n", accountLossPlace, accountLossText(*l))
+		}
 		if b.LastDrill != "" {
 			fmt.Fprintf(tw, "    last drill\t%s\n", b.LastDrill)
 		}
@@ -297,6 +317,16 @@ func placeText(p PlaceCount) string {
 		parts = append(parts, fmt.Sprintf("%d of %d locked (%s until %s)", p.Locked, p.LocksAsked, cmp.Or(p.LockMode, "none"), p.LockedUntil.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+func accountLossText(l AccountLoss) string {
+	switch {
+	case l.Restorable:
+		return "vault-restorable: vault copies completed and locked, record in " + l.Buckets
+	case l.Unknown != "":
+		return "vault-restorable unknown: " + l.Unknown
+	}
+	return "not vault-restorable: " + l.Why
 }
 
 func pointText(p RecoveryPoint) string {

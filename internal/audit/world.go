@@ -70,6 +70,17 @@ type World struct {
 	DrillVolumes []DrillVolume
 	// Places are the places the audit listed, or tried to.
 	Places []PlaceRead
+	// VaultBuckets are the vault buckets of the locations naming one, by location name.
+	VaultBuckets map[string]BucketRead
+}
+
+// BucketRead is a location's vault bucket as the audit read it with the vault's credentials:
+// the backups whose records it holds, by name, with when each was complete. Err says why it
+// could not be read.
+type BucketRead struct {
+	Bucket  model.VaultBucket
+	Records map[string]time.Time
+	Err     string
 }
 
 // Stored is the backups a storage location's object storage holds, by name; Err says why they

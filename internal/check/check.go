@@ -20,6 +20,7 @@ import (
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/cli"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
+	"github.com/velero-async/velero-plugin-for-aws/internal/vault"
 )
 
 // Identities names the account of credentials, with STS GetCallerIdentity (*ec2api.Factory).
@@ -35,6 +36,8 @@ type Checker struct {
 	Resolver   cli.Resolver
 	Clients    cli.Clients
 	Identities Identities
+	// Buckets loads the AWS config of the vault bucket's S3 client (*ec2api.Factory).
+	Buckets vault.Configs
 	// Namespace is Velero's; Provider the plugin's (location.DefaultProvider).
 	Namespace, Provider string
 	// Shell is where the check runs: it labels the default credential chain.

@@ -26,7 +26,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		factory := ec2api.NewFactory()
 		c := &Checker{
 			Kube: session.Kube, Resolver: session.Resolver,
-			Clients: factory, Identities: factory,
+			Clients: factory, Identities: factory, Buckets: factory,
 			Namespace: cmd.Namespace, Provider: location.DefaultProvider,
 			Shell: shellOf(os.Getenv, fileExists),
 		}

@@ -102,6 +102,9 @@ func checkLocation(ctx context.Context, lc *locationCheck) {
 	if cfg.Vault.Enabled() {
 		vaultAccount(ctx, lc, source)
 	}
+	if cfg.Vault.Bucket.Enabled() {
+		vaultRecords(ctx, lc)
+	}
 	judgeOperationTimeouts(lc)
 	if cfg.Vault.Lock.Mode != "" {
 		lockAgainstTTL(lc)

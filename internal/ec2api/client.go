@@ -111,6 +111,8 @@ type clients struct {
 	sts *sts.Client
 	// credentials are the config's credentials provider: it knows how it obtains them.
 	credentials aws.CredentialsProvider
+	// config is the AWS config both were built from, for clients of other services.
+	config aws.Config
 }
 
 // NewFactory returns an empty Factory.
@@ -178,6 +180,18 @@ func (f *Factory) Client(ctx context.Context, region string, creds Credentials) 
 	return c.ec2, nil
 }
 
+// Config returns the AWS config of region and creds, loaded as for the EC2 client and sharing its
+// credentials cache: for a client of another service (S3) that must act with exactly the
+// credentials the plugin uses there, an assumed role included. Endpoints come from the SDK's
+// standard settings (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the shared config).
+func (f *Factory) Config(ctx context.Context, region string, creds Credentials) (aws.Config, error) {
+	c, err := f.clientsFor(ctx, region, creds)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	return c.config, nil
+}
+
 // clientsFor returns the clients of region and creds, loading their AWS config the first time
 // their content is seen.
 func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentials) (*clients, error) {
@@ -209,6 +223,7 @@ func (f *Factory) clientsFor(ctx context.Context, region string, creds Credentia
 			o.APIOptions = append(o.APIOptions, nameEndpoint)
 		}),
 		credentials: cfg.Credentials,
+		config:      cfg,
 	}
 	f.clients[key] = c
 	return c, nil

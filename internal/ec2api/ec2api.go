@@ -1,4 +1,5 @@
-// Package ec2api gives the plugin its EC2 clients: one per region per process, with the SDK's
+// Package ec2api gives the plugin its EC2 clients (and the AWS config an S3 client of the same
+// credentials is built from): one per region per process, with the SDK's
 // adaptive retry mode tuned to ride out throttling, AWS's documented request rates applied on
 // the client side, and a classification of EC2 errors.
 package ec2api

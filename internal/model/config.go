@@ -45,6 +45,7 @@ var knownConfigKeys = []string{
 	ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes, ConfigRestoreAvailabilityZone,
 	ConfigVaultAccountID, ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion,
 	ConfigVaultKMSKeyID, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
+	ConfigVaultBucket, ConfigVaultBucketPrefix, ConfigVaultBucketRegion,
 	ConfigVolumeInitializationRate, ConfigWaitForVolumeInitialization, ConfigVolumeInitializationFallback,
 }
 
@@ -111,12 +112,7 @@ func ParseConfig(m map[string]string) (Config, error) {
 // parseCopy reads the keys of the copy into copyToRegion.
 func (c *Config) parseCopy(m map[string]string) error {
 	if c.CopyToRegion == "" {
-		for _, k := range []string{ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes} {
-			if v, ok := m[k]; ok {
-				return fmt.Errorf("config key %q (value %q) needs %q", k, v, ConfigCopyToRegion)
-			}
-		}
-		return nil
+		return noKeysWithout(m, ConfigCopyToRegion, ConfigCopyKMSKeyID, ConfigCopyCompletionDurationMinutes)
 	}
 	if !awsid.IsRegion(c.CopyToRegion) {
 		return fmt.Errorf("config key %q: %q is not an AWS region name", ConfigCopyToRegion, c.CopyToRegion)
@@ -131,6 +127,16 @@ func (c *Config) parseCopy(m map[string]string) error {
 				ConfigCopyCompletionDurationMinutes, v, copyDurationStep, copyDurationMax, copyDurationStep)
 		}
 		c.CopyCompletionMinutes = int32(n)
+	}
+	return nil
+}
+
+// noKeysWithout fails naming the first of keys that m sets, which needs the key needed m lacks.
+func noKeysWithout(m map[string]string, needed string, keys ...string) error {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			return fmt.Errorf("config key %q (value %q) needs %q", k, v, needed)
+		}
 	}
 	return nil
 }

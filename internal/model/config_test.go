@@ -106,6 +106,29 @@ func TestParseConfig(t *testing.T) {
 		{name: "duration without lock mode", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultLockDurationDays, "3"), wantErr: []string{`"vaultLockDurationDays"`, `"vaultLockMode"`}},
 		{name: "cool-off with governance", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultLockMode, "governance", model.ConfigVaultLockDurationDays, "1", model.ConfigVaultLockCoolOffHours, "2"), wantErr: []string{`"vaultLockCoolOffHours"`, "compliance"}},
 		{name: "cool-off too long", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultLockMode, "compliance", model.ConfigVaultLockDurationDays, "1", model.ConfigVaultLockCoolOffHours, "73"), wantErr: []string{`"73"`}},
+		{name: "vault bucket with prefix and region", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucket, "velero-vault",
+			model.ConfigVaultBucketPrefix, "cluster-a/", model.ConfigVaultBucketRegion, "eu-west-1"),
+			want: model.Config{Region: mockec2.SrcRegion, Vault: model.VaultConfig{AccountID: vaultID, Profile: "v", Region: mockec2.SrcRegion,
+				Bucket: model.VaultBucket{Name: "velero-vault", Prefix: "cluster-a", Region: "eu-west-1"}}}},
+		{name: "vault bucket region defaults to vaultRegion", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultRegion, "us-west-2",
+			model.ConfigVaultBucket, "velero-vault"),
+			want: model.Config{Region: mockec2.SrcRegion, Vault: model.VaultConfig{AccountID: vaultID, Profile: "v", Region: "us-west-2",
+				Bucket: model.VaultBucket{Name: "velero-vault", Region: "us-west-2"}}}},
+		{name: "vault bucket without account", in: with(model.ConfigVaultBucket, "velero-vault"), wantErr: []string{`"vaultBucket"`, `"vaultAccountId"`}},
+		{name: "vault bucket prefix without bucket", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucketPrefix, "p"),
+			wantErr: []string{`"vaultBucketPrefix"`, `"vaultBucket"`}},
+		{name: "vault bucket region without bucket", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucketRegion, "us-west-2"),
+			wantErr: []string{`"vaultBucketRegion"`, `"vaultBucket"`}},
+		{name: "vault bucket name with capitals", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucket, "Velero-Vault"),
+			wantErr: []string{`"vaultBucket"`, `"Velero-Vault"`, "bucket name"}},
+		{name: "vault bucket name too short", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucket, "vv"),
+			wantErr: []string{`"vaultBucket"`, `"vv"`}},
+		{name: "vault bucket name with two dots", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucket, "velero..vault"),
+			wantErr: []string{`"vaultBucket"`, `"velero..vault"`}},
+		{name: "vault bucket prefix with leading slash", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucket, "velero-vault",
+			model.ConfigVaultBucketPrefix, "/cluster-a"), wantErr: []string{`"vaultBucketPrefix"`, `"/cluster-a"`}},
+		{name: "bad vault bucket region", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultBucket, "velero-vault",
+			model.ConfigVaultBucketRegion, "west"), wantErr: []string{`"vaultBucketRegion"`, `"west"`}},
 		{name: "retain not a bool", in: with(model.ConfigVaultAccountID, vaultID, model.ConfigVaultProfile, "v", model.ConfigVaultRetainOnDelete, "keep"), wantErr: []string{`"vaultRetainOnDelete"`, `"keep"`}},
 	}
 	for _, tt := range tests {
@@ -135,5 +158,13 @@ func TestUnknownConfigKeyErrorNeverPrintsTheValue(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestVaultBucketBackupsPrefix(t *testing.T) {
+	for _, tt := range []struct{ prefix, want string }{{"", "backups/"}, {"cluster-a", "cluster-a/backups/"}, {"a/b", "a/b/backups/"}} {
+		if got := (model.VaultBucket{Name: "b", Prefix: tt.prefix}).BackupsPrefix(); got != tt.want {
+			t.Errorf("prefix %q: got %q, want %q", tt.prefix, got, tt.want)
+		}
 	}
 }

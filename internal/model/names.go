@@ -121,6 +121,9 @@ const (
 	ConfigVaultLockDurationDays         = "vaultLockDurationDays"
 	ConfigVaultLockCoolOffHours         = "vaultLockCoolOffHours"
 	ConfigVaultRetainOnDelete           = "vaultRetainOnDelete"
+	ConfigVaultBucket                   = "vaultBucket"
+	ConfigVaultBucketPrefix             = "vaultBucketPrefix"
+	ConfigVaultBucketRegion             = "vaultBucketRegion"
 )
 
 // TagVaultRetainOnDelete, "true" on a source snapshot taken by a location with

@@ -38,6 +38,8 @@ type VaultConfig struct {
 	Lock Lock
 	// RetainOnDelete keeps the vault copies when their backup is deleted.
 	RetainOnDelete bool
+	// Bucket, when its Name is set, is the vault account's bucket holding the backups' records.
+	Bucket VaultBucket
 }
 
 // Lock is an EBS snapshot lock to put on vault copies.
@@ -54,6 +56,7 @@ type Lock struct {
 var vaultKeys = []string{
 	ConfigVaultCredentialSecret, ConfigVaultCredentialKey, ConfigVaultProfile, ConfigVaultRegion, ConfigVaultKMSKeyID,
 	ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours, ConfigVaultRetainOnDelete,
+	ConfigVaultBucket, ConfigVaultBucketPrefix, ConfigVaultBucketRegion,
 }
 
 // Enabled reports whether the location asks for vault copies.
@@ -71,12 +74,7 @@ func parseVault(m map[string]string, region, copyToRegion string) (VaultConfig, 
 		KMSKeyID:         m[ConfigVaultKMSKeyID],
 	}
 	if _, ok := m[ConfigVaultAccountID]; !ok {
-		for _, k := range vaultKeys {
-			if val, ok := m[k]; ok {
-				return VaultConfig{}, fmt.Errorf("config key %q (value %q) needs %q", k, val, ConfigVaultAccountID)
-			}
-		}
-		return VaultConfig{}, nil
+		return VaultConfig{}, noKeysWithout(m, ConfigVaultAccountID, vaultKeys...)
 	}
 	if !awsid.IsAccountID(v.AccountID) {
 		return VaultConfig{}, fmt.Errorf("config key %q: %q is not a 12-digit AWS account ID", ConfigVaultAccountID, v.AccountID)
@@ -111,6 +109,9 @@ func parseVault(m map[string]string, region, copyToRegion string) (VaultConfig, 
 		return VaultConfig{}, err
 	}
 	v.Lock = lock
+	if v.Bucket, err = parseVaultBucket(m, v.Region); err != nil {
+		return VaultConfig{}, err
+	}
 	return v, nil
 }
 
@@ -118,12 +119,7 @@ func parseVault(m map[string]string, region, copyToRegion string) (VaultConfig, 
 func parseLock(m map[string]string) (Lock, error) {
 	mode, hasMode := m[ConfigVaultLockMode]
 	if !hasMode {
-		for _, k := range []string{ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours} {
-			if val, ok := m[k]; ok {
-				return Lock{}, fmt.Errorf("config key %q (value %q) needs %q", k, val, ConfigVaultLockMode)
-			}
-		}
-		return Lock{}, nil
+		return Lock{}, noKeysWithout(m, ConfigVaultLockMode, ConfigVaultLockDurationDays, ConfigVaultLockCoolOffHours)
 	}
 	if mode != LockModeCompliance && mode != LockModeGovernance {
 		return Lock{}, fmt.Errorf("config key %q: %q is neither %q nor %q", ConfigVaultLockMode, mode, LockModeCompliance, LockModeGovernance)

@@ -96,6 +96,17 @@ func NewEC2(url, region, profile string) *ec2.Client {
 		Credentials: credentials.NewStaticCredentialsProvider(k.AccessKeyID, k.SecretAccessKey, "")})
 }
 
+// SimBuckets loads configs of S3 clients of the simulator at url, signing with the access key
+// of a credentials' profile.
+type SimBuckets struct{ url string }
+
+// Config is the config of an S3 client of region signing with creds' profile's access key.
+func (b SimBuckets) Config(_ context.Context, region string, creds ec2api.Credentials) (aws.Config, error) {
+	k := keys[creds.Profile]
+	return aws.Config{Region: region, BaseEndpoint: aws.String(b.url),
+		Credentials: credentials.NewStaticCredentialsProvider(k.AccessKeyID, k.SecretAccessKey, "")}, nil
+}
+
 // Records is Velero's record of each backup, as object storage would answer: the backups the
 // storage location BSLName holds.
 type Records map[string][]audit.RecordedSnapshot
@@ -361,7 +372,7 @@ func (w *World) Resolver() *location.Resolver {
 // Auditor is an Auditor of the cluster.
 func (w *World) Auditor() *audit.Auditor {
 	return &audit.Auditor{
-		Kube: w.Kube(), Stores: Bucket{w: w}, Resolver: w.Resolver(), Clients: w.Clients(), Clock: w.Clock,
+		Kube: w.Kube(), Stores: Bucket{w: w}, Resolver: w.Resolver(), Clients: w.Clients(), Buckets: SimBuckets{url: w.Srv.URL}, Clock: w.Clock,
 		Namespace: VeleroNS, Provider: location.DefaultProvider,
 	}
 }

@@ -261,9 +261,9 @@ func actionSet(actions []string) map[string]bool {
 
 // authorized reports whether a caller of account, in a session of role when role is set, may
 // call action: the account's and the role's allow-lists admit it, and the global allow-list
-// too for an EC2 action (it names EC2 actions only).
+// too for an EC2 action (it names EC2 actions only; STS and S3 actions are "sts:…", "s3:…").
 func (s *Simulator) authorized(account, role, action string) bool {
-	if s.allowed != nil && !s.allowed[action] && !strings.HasPrefix(action, "sts:") {
+	if s.allowed != nil && !s.allowed[action] && !strings.HasPrefix(action, "sts:") && !strings.HasPrefix(action, "s3:") {
 		return false
 	}
 	for _, set := range []map[string]bool{s.ids.allowed[account], s.ids.allowed[role]} {

@@ -181,9 +181,16 @@ func signatureValid(r *http.Request, body []byte, a sigV4Auth, cred credential) 
 		}
 	}
 	sum := sha256.Sum256(body)
+	payload, signer := hex.EncodeToString(sum[:]), v4.NewSigner()
+	if a.service == s3Service { // S3 signs the payload's hash as its header gives it, and the path unescaped
+		if h := r.Header.Get(headerAmzContentSHA256); h != payload && h != s3UnsignedPayload {
+			return false
+		}
+		payload = r.Header.Get(headerAmzContentSHA256)
+		signer = v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
+	}
 	creds := aws.Credentials{AccessKeyID: a.accessKeyID, SecretAccessKey: cred.secret, SessionToken: cred.token}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, cp, hex.EncodeToString(sum[:]),
-		a.service, a.region, t); err != nil {
+	if err := signer.SignHTTP(context.Background(), creds, cp, payload, a.service, a.region, t); err != nil {
 		return false
 	}
 	want, ok := parseAuthorization(cp.Header.Get("Authorization"))

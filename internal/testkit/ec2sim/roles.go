@@ -21,7 +21,7 @@ type Role struct {
 	Trust Trust `json:"trust"`
 	// AllowedActions, when not empty, are the only actions the role's sessions may call (its
 	// permission policy), on top of the account's: EC2 actions by name, STS actions as
-	// "sts:AssumeRole" and "sts:TagSession".
+	// "sts:AssumeRole" and "sts:TagSession", S3 actions as "s3:ListBucket".
 	AllowedActions []string `json:"allowedActions,omitempty"`
 }
 

@@ -37,7 +37,7 @@ var actions = map[string]action{
 // maxRequestBody is the largest request body read, as http.Request.ParseForm limits it.
 const maxRequestBody = 10 << 20
 
-// ServeHTTP serves the EC2 and STS Query APIs at "/", the EKS Pod Identity endpoint at
+// ServeHTTP serves the EC2 and STS Query APIs at "/", S3's bucket reads (s3.go), the EKS Pod Identity endpoint at
 // "/v1/credentials" and the admin endpoints under "/_sim/".
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
@@ -46,6 +46,9 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.URL.Path == podIdentityPath:
 		s.servePodIdentity(w, r)
+		return
+	case isS3Request(r):
+		s.serveS3(w, r)
 		return
 	}
 	var raw []byte

@@ -46,6 +46,7 @@ type Simulator struct {
 	calls        callCounts
 	accountCalls map[string]callCounts
 	outages      map[string]outage // region name -> its outage, while it is down
+	s3           s3Store
 }
 
 // regionKey names the state of one account in one region.
@@ -143,6 +144,7 @@ func New(cfg Config, opts ...Option) *Simulator {
 		regions:      map[regionKey]*region{},
 		calls:        callCounts{},
 		accountCalls: map[string]callCounts{},
+		s3:           newS3Store(),
 	}
 	names := make([]string, 0, len(cfg.Regions))
 	for name := range cfg.Regions {
