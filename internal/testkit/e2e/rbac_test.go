@@ -66,6 +66,9 @@ func (g grant) refusal() string {
 	return fmt.Sprintf("cannot %s resource %q", g.verb, g.resource)
 }
 
+// yamlFence matches a fenced YAML block of a Markdown document.
+var yamlFence = regexp.MustCompile("(?s)```yaml\n(.*?)\n```")
+
 // readmeGrants returns the permissions of the Role role and the ClusterRole installRole of
 // internal/location/README.md, one per verb, resource and group.
 func (r *rig) readmeGrants(role string) []grant {
@@ -75,7 +78,7 @@ func (r *rig) readmeGrants(role string) []grant {
 		r.t.Fatal(err)
 	}
 	var out []grant
-	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)\n```").FindAllStringSubmatch(string(src), -1) {
+	for _, m := range yamlFence.FindAllStringSubmatch(string(src), -1) {
 		for _, doc := range strings.Split(m[1], "\n---\n") {
 			var cr rbacv1.ClusterRole // a Role's rules read alike
 			if yaml.Unmarshal([]byte(doc), &cr) != nil || !(cr.Kind == "Role" && cr.Name == role || cr.Kind == "ClusterRole" && cr.Name == installRole) {
