@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -46,9 +47,12 @@ func (r VeleroRecords) VolumeSnapshots(ctx context.Context, backup *velerov1.Bac
 	if backup.Status.VolumeSnapshotsAttempted == 0 {
 		return nil, nil
 	}
+	// Unlike velero backup describe, which goes on without it, a CA certificate the storage
+	// location names but that cannot be read is an error: the download would fail for want of it,
+	// saying less. A location that is not found has none.
 	bslCACert, err := cacert.GetCACertFromBackup(ctx, r.Client, backup.Namespace, backup)
 	if err != nil {
-		bslCACert = "" // as velero backup describe: try without the location's CA
+		return nil, fmt.Errorf("reading the CA certificate of storage location %s: %w (grant get on backupstoragelocations)", backup.Spec.StorageLocation, err)
 	}
 	var buf bytes.Buffer
 	err = downloadrequest.StreamWithBSLCACert(ctx, r.Client, backup.Namespace, backup.Name,

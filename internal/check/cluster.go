@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
 
@@ -28,10 +29,14 @@ type cluster struct {
 	backupProblem *unreadable
 	// locations are the names of every VolumeSnapshotLocation of the provider, sorted.
 	locations []string
+	// install is the install identity the plugin tags snapshots with; installProblem, when
+	// set, why it is not known.
+	install        string
+	installProblem *unreadable
 }
 
-// readCluster reads, through kube, the PVs and Velero's Deployment, Schedules and Backups in
-// namespace.
+// readCluster reads, through kube, the PVs, Velero's Deployment, Schedules and Backups in
+// namespace, and the install identity.
 func readCluster(ctx context.Context, kube client.Reader, namespace string) cluster {
 	var cl cluster
 	var pvs corev1.PersistentVolumeList
@@ -57,6 +62,11 @@ func readCluster(ctx context.Context, kube client.Reader, namespace string) clus
 	} else {
 		cl.backups = backups.Items
 	}
+	install, err := location.ReadInstall(ctx, kube, namespace)
+	if err != nil {
+		cl.installProblem = newUnreadable("the install identity is not readable", "get on namespace kube-system", err)
+	}
+	cl.install = install
 	return cl
 }
 

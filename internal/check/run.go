@@ -47,6 +47,7 @@ func (c *Checker) Run(ctx context.Context, only string) (Report, error) {
 	if len(cluster.locations) > 0 {
 		velero.Findings = append(velero.Findings, defaultLocation(c.Provider, c.Namespace, cluster.locations, cluster.settings))
 	}
+	velero.Findings = append(velero.Findings, installIdentity(cluster.install, cluster.installProblem, c.Shell.InPod))
 	rep.add(velero)
 	return rep, nil
 }

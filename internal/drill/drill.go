@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/sirupsen/logrus"
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,7 +114,10 @@ func (d *Driller) Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("reading Velero's record of backup %s's snapshots: %w", o.Backup, err)
 	}
-	mine := d.ours(ctx, recorded)
+	mine, err := d.ours(ctx, recorded)
+	if err != nil {
+		return Report{}, err
+	}
 	if len(mine) == 0 {
 		return Report{}, fmt.Errorf("backup %s recorded no snapshot through a VolumeSnapshotLocation of provider %s", o.Backup, d.Provider)
 	}
@@ -201,8 +205,9 @@ func newestFinished(backups []velerov1.Backup, schedule string) (velerov1.Backup
 	return *newest, nil
 }
 
-// ours are the recorded snapshots taken through a location of this provider.
-func (d *Driller) ours(ctx context.Context, recorded []audit.RecordedSnapshot) []audit.RecordedSnapshot {
+// ours are the recorded snapshots taken through a location of this provider. A location that
+// is gone is not this provider's; one that cannot be read is an error, never "not ours".
+func (d *Driller) ours(ctx context.Context, recorded []audit.RecordedSnapshot) ([]audit.RecordedSnapshot, error) {
 	provider := map[string]bool{}
 	var out []audit.RecordedSnapshot
 	for _, r := range recorded {
@@ -210,6 +215,9 @@ func (d *Driller) ours(ctx context.Context, recorded []audit.RecordedSnapshot) [
 		if !seen {
 			var vsl velerov1.VolumeSnapshotLocation
 			err := d.Kube.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: r.Location}, &vsl)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("reading VolumeSnapshotLocation %s/%s, which the backup recorded snapshots through: %w", d.Namespace, r.Location, err)
+			}
 			mine = err == nil && vsl.Spec.Provider == d.Provider
 			provider[r.Location] = mine
 		}
@@ -217,7 +225,7 @@ func (d *Driller) ours(ctx context.Context, recorded []audit.RecordedSnapshot) [
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // location reads the VolumeSnapshotLocation name, its config and its credentials, and its

@@ -164,9 +164,17 @@ func (r *rig) runAudit(args ...string) (audit.Report, int) {
 // would beside Velero, and returns its standard output and exit status.
 func (r *rig) runSubcommand(name string, args ...string) (string, int) {
 	r.t.Helper()
+	out, _, code := r.runSubcommandAs(r.kubeconfig, name, args...)
+	return out, code
+}
+
+// runSubcommandAs runs the subcommand with kubeconfig, and returns its standard output and
+// error and its exit status.
+func (r *rig) runSubcommandAs(kubeconfig, name string, args ...string) (string, string, int) {
+	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), subcommandTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(r.pluginDir, pluginBin), append([]string{name, "--kubeconfig", r.kubeconfig, "--namespace", veleroNS}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(r.pluginDir, pluginBin), append([]string{name, "--kubeconfig", kubeconfig, "--namespace", veleroNS}, args...)...)
 	cmd.Env = append(inheritedEnv(), r.serverEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -177,11 +185,11 @@ func (r *rig) runSubcommand(name string, args ...string) (string, int) {
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return stdout.String(), exit.ExitCode()
+		return stdout.String(), stderr.String(), exit.ExitCode()
 	case err != nil:
 		r.t.Fatalf("running %s: %v\n%s", name, err, stderr.String())
 	}
-	return stdout.String(), 0
+	return stdout.String(), stderr.String(), 0
 }
 
 func backupLine(rep audit.Report, name string) (audit.BackupLine, bool) {

@@ -93,6 +93,7 @@ func TestE2E(t *testing.T) {
 	r.sub("resilience-restart-server", func() { r.volumeBackup(sim, r.mainBackup("e2e-restart", "restart-server")) })
 	r.sub("delete-from-source-cluster", func() { r.deleteBackups(sim, "e2e-kill", "e2e-restart") })
 	r.sub("audit-and-drill", func() { r.auditAndDrill(sim, "e2e-main") })
+	r.sub("readme-roles-audit-drill", func() { r.readmeRolesForAuditAndDrill("e2e-main") })
 	// Velero reinstalled: the first audit, before the backup sync, deletes nothing a record names.
 	r.sub("reinstall", func() { r.reinstall(sim, "e2e-main") })
 	// An existing install's upstream VolumeSnapshotLocation: check names it, the README's move.

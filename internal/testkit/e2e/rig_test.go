@@ -89,9 +89,11 @@ type cluster struct {
 	region string
 
 	kubeconfig string
-	restConfig *rest.Config
-	c          client.WithWatch
-	cs         *kubernetes.Clientset
+	// operatorKubeconfig is operatorUser's: a person granted only what RBAC bindings give.
+	operatorKubeconfig string
+	restConfig         *rest.Config
+	c                  client.WithWatch
+	cs                 *kubernetes.Clientset
 
 	serverArgs []string
 	serverEnv  []string
@@ -481,7 +483,9 @@ func (r *rig) startCluster() {
 	tok := make([]byte, 16)
 	_, _ = rand.Read(tok)
 	token := hex.EncodeToString(tok)
-	writeFile(t, filepath.Join(certDir, "tokens.csv"), []byte(token+",admin,admin,system:masters\n"))
+	_, _ = rand.Read(tok)
+	opToken := hex.EncodeToString(tok)
+	writeFile(t, filepath.Join(certDir, "tokens.csv"), []byte(token+",admin,admin,system:masters\n"+opToken+","+operatorUser+","+operatorUser+"\n"))
 
 	port := freePort(t)
 	api := r.start(r.procName("kube-apiserver"), nil, nil, filepath.Join(r.binDir, "kube-apiserver"),
@@ -516,6 +520,9 @@ contexts:
     user: admin
 current-context: e2e
 `, server, token)))
+	r.operatorKubeconfig = filepath.Join(r.cluster.dir, "kubeconfig-"+operatorUser)
+	writeFile(t, r.operatorKubeconfig, []byte(fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster: {server: %s, insecure-skip-tls-verify: true}\n"+
+		"users:\n- name: %s\n  user: {token: %s}\ncontexts:\n- name: e2e\n  context: {cluster: e2e, user: %s}\ncurrent-context: e2e\n", server, operatorUser, opToken, operatorUser)))
 	cfg, err := clientcmd.BuildConfigFromFlags("", r.kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -288,6 +288,7 @@ func runCheck(t *testing.T, setup checkSetup, output string) checkRun {
 	}
 	r.KubeAPI.Put(loc)
 	r.KubeAPI.Put(veleroDeployment(setup.serverArgs))
+	r.KubeAPI.Put(kubeSystem())
 	for _, pv := range r.PVs {
 		r.KubeAPI.Put(pv)
 	}

@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	corev1api "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/check"
+	pluginlocation "github.com/velero-async/velero-plugin-for-aws/internal/location"
+	"github.com/velero-async/velero-plugin-for-aws/internal/model"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/harness"
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/kubeapi"
@@ -58,7 +62,7 @@ func readmeRules(t *testing.T, name string) []kubeapi.Rule {
 			}
 			for _, r := range role.Rules {
 				for _, g := range r.APIGroups {
-					rules = append(rules, kubeapi.Rule{Group: g, Resources: r.Resources, Verbs: r.Verbs})
+					rules = append(rules, kubeapi.Rule{Group: g, Resources: r.Resources, Verbs: r.Verbs, Names: r.ResourceNames})
 				}
 			}
 		}
@@ -75,7 +79,10 @@ func readmeRules(t *testing.T, name string) []kubeapi.Rule {
 // and every permission the Role grants is used.
 func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
 	rules := readmeRole(t)
-	r, loc := newAccountBRig(t, 12, 2, func(r *suite) { r.KubeAPI.Restrict(rules...) })
+	r, loc := newAccountBRig(t, 12, 2, func(r *suite) {
+		r.KubeAPI.Put(kubeSystem())
+		r.KubeAPI.Restrict(rules...)
+	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), backupTimeout)
 	defer cancel()
@@ -86,6 +93,12 @@ func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
 		t.Fatalf("backup: %v", err)
 	}
 	requireCompleted(t, res, len(r.PVs))
+	install := pluginlocation.InstallIdentity(kubeSystemUID, harness.Namespace)
+	for _, snap := range r.Sim.Snapshots(sourceRegion) {
+		if got := snap.Tags[model.TagInstall]; got != install {
+			t.Errorf("snapshot %s carries install %q, want %q: the plugin could not read namespace kube-system", snap.ID, got, install)
+		}
+	}
 	restore, err := r.Core.Restore(ctx, harness.RestoreRequest{Name: "rbac-restore", Backup: res, Location: loc})
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +133,15 @@ func TestREADMERoleIsExactlyWhatTheItemActionsUse(t *testing.T) {
 	if !slices.ContainsFunc(rules, func(r kubeapi.Rule) bool { return slices.Contains(r.Resources, "secrets") }) {
 		t.Error("the README's Role grants nothing on secrets, which a location's spec.credential needs")
 	}
+}
+
+// kubeSystemUID is the UID of the API's namespace kube-system: the cluster's identity.
+const kubeSystemUID = "rbac-kube-system-uid"
+
+// kubeSystem is the namespace whose UID the plugin tags snapshots with.
+func kubeSystem() *corev1api.Namespace {
+	return &corev1api.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: kubeSystemUID}}
 }
 
 // serverCredentials gives the plugin processes started from now on key's credentials only, as

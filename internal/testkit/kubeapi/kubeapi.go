@@ -63,7 +63,7 @@ type Resource struct {
 }
 
 // Resources are the kinds the server serves, with verbs get and list: all namespaced but
-// PersistentVolumes.
+// PersistentVolumes and Namespaces.
 var Resources = []Resource{
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Backup"), Plural: "backups", Singular: "backup"},
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Restore"), Plural: "restores", Singular: "restore"},
@@ -72,6 +72,7 @@ var Resources = []Resource{
 	{GVK: velerov1.SchemeGroupVersion.WithKind("Schedule"), Plural: "schedules", Singular: "schedule"},
 	{GVK: appsv1.SchemeGroupVersion.WithKind("Deployment"), Plural: "deployments", Singular: "deployment"},
 	{GVK: corev1.SchemeGroupVersion.WithKind("PersistentVolume"), Plural: "persistentvolumes", Singular: "persistentvolume", Cluster: true},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Plural: "namespaces", Singular: "namespace", Cluster: true},
 }
 
 // Scheme returns a scheme of the served kinds' API groups (velero.io/v1, core v1 and apps/v1),
@@ -320,7 +321,7 @@ func (s *Server) answer(req *http.Request) (int, any, Access) {
 			verb = VerbList
 		}
 		a := Access{Group: r.GVK.Group, Resource: r.Plural, Verb: verb}
-		if !s.granted(a) {
+		if !s.granted(a, name) {
 			code, body := forbidden(r, verb, name)
 			return code, body, a
 		}

@@ -14,11 +14,12 @@ const (
 )
 
 // Rule grants verbs on resources of one API group, as an RBAC PolicyRule does ("" is the core
-// group).
+// group); with Names (its resourceNames), only on the objects of those names, never a list.
 type Rule struct {
 	Group     string
 	Resources []string
 	Verbs     []string
+	Names     []string
 }
 
 // Access is one kind of request: a verb on a resource of an API group.
@@ -34,15 +35,16 @@ func (s *Server) Restrict(rules ...Rule) {
 	s.restricted = true
 }
 
-// granted reports whether the rules grant a.
-func (s *Server) granted(a Access) bool {
+// granted reports whether the rules grant a on the object name ("" for a list).
+func (s *Server) granted(a Access, name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.restricted {
 		return true
 	}
 	for _, r := range s.rules {
-		if r.Group == a.Group && slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Verbs, a.Verb) {
+		if r.Group == a.Group && slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Verbs, a.Verb) &&
+			(len(r.Names) == 0 || slices.Contains(r.Names, name)) {
 			return true
 		}
 	}

@@ -217,6 +217,9 @@ func checkManifest(j []byte, keys map[string]bool) error {
 		}
 		return nil
 	}
+	if _, ok := doc["groups"]; ok {
+		return checkRuleFile(j)
+	}
 	// Helm values of the vmware-tanzu/velero chart: configuration.volumeSnapshotLocation[].
 	conf, _ := doc["configuration"].(map[string]any)
 	vsls, _ := conf["volumeSnapshotLocation"].([]any)
@@ -398,6 +401,14 @@ func TestCheckMarkdown(t *testing.T) {
 		{name: "manifest of an unknown kind", blocks: 1,
 			md:   "```yaml\napiVersion: example.com/v1\nkind: Widget\n```\n",
 			errs: []string{"example.com/v1 Widget: no API type known to this test"}},
+		{name: "prometheus rule file", blocks: 1,
+			md: "```yaml\ngroups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n```\n"},
+		{name: "prometheus rule file with a misspelt field", blocks: 1,
+			md:   "```yaml\ngroups:\n  - name: g\n    rules:\n      - alert: A\n        exp: up == 0\n```\n",
+			errs: []string{`prometheus rule file: json: unknown field "exp"`}},
+		{name: "prometheus rule without an expression", blocks: 1,
+			md:   "```yaml\ngroups:\n  - name: g\n    rules:\n      - alert: A\n```\n",
+			errs: []string{"rule group g, rule 0: want an expr"}},
 		{name: "config key not in the Config reference", blocks: 1,
 			md:   "```yaml\napiVersion: velero.io/v1\nkind: VolumeSnapshotLocation\nmetadata:\n  name: ebs\nspec:\n  provider: velero-async.io/aws\n  config:\n    region: us-east-1\n    copyRegion: us-west-2\n```\n" + configTable,
 			errs: []string{`VolumeSnapshotLocation ebs: config keys ["copyRegion"] are not in the Config reference`}},
