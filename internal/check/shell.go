@@ -52,3 +52,12 @@ func (s Shell) where() string {
 	}
 	return "this shell"
 }
+
+// reacher names what must reach AWS's endpoints for the check to answer: the Velero pod, or this
+// shell off it (and the pod too, for the plugin's operations).
+func (s Shell) reacher() string {
+	if s.InPod {
+		return "the Velero pod"
+	}
+	return "this shell (and the Velero pod)"
+}
