@@ -3,7 +3,8 @@ BIN        ?= _output
 PLUGIN     := velero-plugin-for-aws-async
 # The image's tag, and the version stamped into the binary (`velero-plugin-for-aws-async version`):
 # `make image IMAGE_TAG=v0.1.0` builds a v0.1.0 that says so. Default: git describe of the source.
-IMAGE_TAG  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GIT_VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_TAG  ?= $(GIT_VERSION)
 VERSION    ?= $(IMAGE_TAG)
 COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # `make container` pushes $(IMAGE): set REGISTRY to yours (the README's registry.example.com).
