@@ -1,14 +1,18 @@
 # The two commands a new user needs: `make demo` and `make test`.
 BIN        ?= _output
 PLUGIN     := velero-plugin-for-aws-async
-IMAGE_TAG  ?= dev
-IMAGE      ?= velero-async/velero-plugin-for-aws:$(IMAGE_TAG)
+# The image's tag, and the version stamped into the binary (`velero-plugin-for-aws-async version`):
+# `make image IMAGE_TAG=v0.1.0` builds a v0.1.0 that says so. Default: git describe of the source.
+GIT_VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_TAG  ?= $(GIT_VERSION)
+VERSION    ?= $(IMAGE_TAG)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# `make container` pushes $(IMAGE): set REGISTRY to yours (the README's registry.example.com).
+REGISTRY   ?=
+IMAGE      ?= $(REGISTRY)/$(PLUGIN):$(IMAGE_TAG)
 PLATFORMS  ?= linux/amd64,linux/arm64
 FUZZTIME   ?= 10s
 SEEDS      ?= 20000
-# The plugin's version and commit, stamped into the binary (`velero-plugin-for-aws-async version`).
-VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/velero-async/velero-plugin-for-aws/internal/version
 
 .PHONY: all build test demo bench fault explore mutate fuzz e2e generate image container clean
@@ -64,11 +68,12 @@ generate:
 
 ## image: the multi-arch image for `velero plugin add` without Docker: an OCI image layout in $(BIN)/image, its index named $(IMAGE_TAG); push it with `crane push` or `skopeo copy --all`
 image:
-	go run ./internal/cmd/image -out $(BIN)/image -platforms $(PLATFORMS) -tag $(IMAGE_TAG)
+	go run ./internal/cmd/image -out $(BIN)/image -platforms $(PLATFORMS) -tag $(IMAGE_TAG) -version $(VERSION) -commit $(COMMIT)
 
-## container: the multi-arch image for `velero plugin add` (needs docker buildx)
+## container: the multi-arch image for `velero plugin add`, built with docker buildx and pushed as $(IMAGE): make container REGISTRY=registry.example.com IMAGE_TAG=v0.1.0
 container:
-	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+	@test -n "$(REGISTRY)" || { echo "make container pushes \$$(REGISTRY)/$(PLUGIN):\$$(IMAGE_TAG): set REGISTRY (e.g. REGISTRY=registry.example.com IMAGE_TAG=v0.1.0)"; exit 2; }
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) --push .
 
 clean:
 	rm -rf $(BIN) bench-results.json

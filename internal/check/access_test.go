@@ -24,6 +24,8 @@ func TestShellFromTheEnvironment(t *testing.T) {
 		{"a shell with access keys, which come first", map[string]string{"AWS_ACCESS_KEY_ID": "AKID", "AWS_PROFILE": "prod"}, false,
 			"this shell's default credential chain (AWS_ACCESS_KEY_ID)"},
 		{"a shell with nothing set", nil, false, "this shell's default credential chain"},
+		{"Velero's pod with velero install's cloud-credentials Secret", map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "AWS_SHARED_CREDENTIALS_FILE": "/credentials/cloud"}, true,
+			"this pod's default credential chain (AWS_SHARED_CREDENTIALS_FILE=/credentials/cloud)"},
 		{"Velero's pod with IRSA", map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/secrets/eks.amazonaws.com/serviceaccount/token"}, true,
 			"this pod's default credential chain (AWS_WEB_IDENTITY_TOKEN_FILE, IRSA)"},
 		{"Velero's pod with EKS Pod Identity", map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://169.254.170.23/v1/credentials"}, true,

@@ -325,3 +325,41 @@ func TestWaitingForInitializationChecksDescribeVolumeStatus(t *testing.T) {
 		})
 	}
 }
+
+// An STS that does not answer fails the account line naming the credentials, the endpoint and the
+// network's reason, and the fix names what must reach STS: the pod, or this shell off it.
+func TestTheAccountLineNamesTheSTSThatDidNotAnswer(t *testing.T) {
+	srv := startSim(t)
+	t.Setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:1")
+	good := vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-1"}, "cloud-credentials")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "velero", Name: "cloud-credentials"},
+		Data: map[string][]byte{"cloud": []byte("[default]\naws_access_key_id = AKID\naws_secret_access_key = SECRET\n")}}
+	tests := []struct {
+		name  string
+		shell Shell
+		fix   string
+	}{
+		{"in Velero's pod", Shell{InPod: true}, "let the Velero pod reach STS in us-east-1"},
+		{"off the pod", Shell{}, "let this shell (and the Velero pod) reach STS in us-east-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := checker(t, srv.URL, good, secret, deployment())
+			c.Identities, c.Shell = ec2api.NewFactory(), tt.shell
+			rep, err := c.Run(t.Context(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "STS in us-east-1 did not name the account of Secret velero/cloud-credentials key cloud: no answer from http://127.0.0.1:1 ("
+			for _, f := range rep.Sections[0].Findings {
+				if f.Check == "account" {
+					if f.Status != Fail || !strings.HasPrefix(f.Detail, want) || !strings.Contains(f.Detail, "connection refused)") || !strings.HasPrefix(f.Fix, tt.fix) {
+						t.Errorf("%+v, want a failure %q… naming connection refused, fix %q…", f, want, tt.fix)
+					}
+					return
+				}
+			}
+			t.Errorf("no account line in %+v", rep.Sections[0].Findings)
+		})
+	}
+}

@@ -59,7 +59,7 @@ func (lc *locationCheck) place(ctx context.Context, role, credsName, region stri
 		lc.add(fail("region "+region, "no EC2 client for "+role+": "+err.Error(), "correct the credentials' profile and files"))
 		return nil, false
 	}
-	return &place{role: role, creds: credsName, region: region, c: guarded{c}, statement: statement}, true
+	return &place{role: role, creds: credsName, region: region, c: guarded{c}, statement: statement, shell: lc.Shell}, true
 }
 
 // identity asks STS, in the location's region as the plugin does, whose creds are and how they
@@ -68,7 +68,7 @@ func (lc *locationCheck) identity(ctx context.Context, check string, p *place, c
 	id, err := lc.Identities.Account(ctx, lc.cfg.Region, creds)
 	switch {
 	case err != nil:
-		lc.add(fail(check, "STS in "+lc.cfg.Region+" could not name the account of "+p.role+": "+describe(err), p.credentialsFix(err, lc.cfg.Region)))
+		lc.add(fail(check, "STS in "+lc.cfg.Region+" did not name the account of "+p.creds+": "+describe(err), p.credentialsFix(err, lc.cfg.Region)))
 		return id, false
 	case want != "" && id.Account != want:
 		p.skip = "the credentials are of account " + id.Account + ", not " + want

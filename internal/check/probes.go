@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"time"
 
@@ -47,6 +48,8 @@ type place struct {
 	// skip, when set, is why the actions here are not checked (the region refused the
 	// credentials, the credentials are another account's).
 	skip string
+	// shell is where the check runs: what must reach EC2 and STS.
+	shell Shell
 }
 
 // actionCheck names the check of an IAM action in the place's region.
@@ -118,10 +121,29 @@ func apiError(err error) (code, message string) {
 	return "", ""
 }
 
-// describe names an error briefly: EC2's code and message when it answered, else the error.
+// describe names an error briefly: the service's code and message when it answered, the endpoint
+// and the network's reason when it did not, else the error.
 func describe(err error) string {
 	if code, msg := apiError(err); code != "" {
 		return code + ": " + msg
+	}
+	var none *ec2api.NoAnswerError
+	if errors.As(err, &none) {
+		return "no answer from " + none.Endpoint + " (" + networkReason(none.Err) + ")"
+	}
+	return err.Error()
+}
+
+// networkReason is the innermost reason a request got no answer: the network's operation
+// ("dial tcp 10.0.0.1:443: connect: connection refused") when there is one, else the deepest error
+// the SDK's retries and wrappers carry ("context deadline exceeded").
+func networkReason(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Error()
+	}
+	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
+		err = next
 	}
 	return err.Error()
 }
@@ -146,7 +168,7 @@ func (p *place) reachable(err error, detail string) Finding {
 	}
 	p.skip = "EC2 in " + p.region + " did not answer"
 	return fail(check, "EC2 did not answer: "+describe(err),
-		"let the Velero pod reach EC2 in "+p.region+" (VPC endpoint com.amazonaws."+p.region+".ec2, network policy, proxy, AWS_ENDPOINT_URL_EC2), or correct the region's name")
+		"let "+p.shell.reacher()+" reach EC2 in "+p.region+" (VPC endpoint com.amazonaws."+p.region+".ec2, network policy, proxy, AWS_ENDPOINT_URL_EC2), or correct the region's name")
 }
 
 // STS's refusals of an assumption, as the SDK's credential providers pass them on.
@@ -162,7 +184,7 @@ func (p *place) credentialsFix(err error, region string) string {
 	var send *smithyhttp.RequestSendError
 	switch {
 	case errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || ec2api.IsAmbiguous(err):
-		return "let the Velero pod reach STS in " + region + " (VPC endpoint com.amazonaws." + region + ".sts; README, A private cluster)"
+		return "let " + p.shell.reacher() + " reach STS in " + region + " (VPC endpoint com.amazonaws." + region + ".sts, network policy, proxy, AWS_ENDPOINT_URL_STS; README, A private cluster)"
 	case code == codeAccessDenied:
 		return "STS refused to assume the role of " + p.creds + ": its trust policy must name the principal assuming it (with the profile's external_id, and sts:TagSession from EKS Pod Identity), and that principal's policy allow sts:AssumeRole on it (README, Credentials and Vault account copies)"
 	case code == codeInvalidIdentityToken:

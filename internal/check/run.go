@@ -121,7 +121,7 @@ func configSummary(lc *locationCheck) string {
 	if v := lc.cfg.Vault; v.Enabled() {
 		s := "vault copies in account " + v.AccountID + " in " + v.Region
 		if v.Lock.Mode != "" {
-			s += fmt.Sprintf(", locked (%s, %s)", v.Lock.Mode, plural(int(v.Lock.Days), "day"))
+			s += ", locked (" + v.Lock.Term() + ")"
 		}
 		parts = append(parts, s)
 	}

@@ -11,9 +11,9 @@ type Shell struct {
 	// InPod: KUBERNETES_SERVICE_HOST is set and a service account token is mounted.
 	InPod bool
 	// Source is the first source of the default chain the environment sets, as the user would
-	// recognise it: "AWS_ACCESS_KEY_ID", "AWS_PROFILE=prod", "AWS_WEB_IDENTITY_TOKEN_FILE, IRSA",
-	// "AWS_CONTAINER_CREDENTIALS_FULL_URI, EKS Pod Identity"; "" for none (the shared files'
-	// default profile, else the instance's role).
+	// recognise it: "AWS_ACCESS_KEY_ID", "AWS_PROFILE=prod", "AWS_SHARED_CREDENTIALS_FILE=/credentials/cloud"
+	// (velero install's Secret), "AWS_WEB_IDENTITY_TOKEN_FILE, IRSA", "AWS_CONTAINER_CREDENTIALS_FULL_URI,
+	// EKS Pod Identity"; "" for none (the shared files' default profile, else the instance's role).
 	Source string
 }
 
@@ -25,6 +25,8 @@ func shellOf(getenv func(string) string, exists func(string) bool) Shell {
 		s.Source = "AWS_ACCESS_KEY_ID"
 	case getenv("AWS_PROFILE") != "":
 		s.Source = "AWS_PROFILE=" + getenv("AWS_PROFILE")
+	case getenv("AWS_SHARED_CREDENTIALS_FILE") != "": // velero install's cloud-credentials Secret
+		s.Source = "AWS_SHARED_CREDENTIALS_FILE=" + getenv("AWS_SHARED_CREDENTIALS_FILE")
 	case getenv("AWS_WEB_IDENTITY_TOKEN_FILE") != "":
 		s.Source = "AWS_WEB_IDENTITY_TOKEN_FILE, IRSA"
 	case getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "":
@@ -51,4 +53,13 @@ func (s Shell) where() string {
 		return "this pod"
 	}
 	return "this shell"
+}
+
+// reacher names what must reach AWS's endpoints for the check to answer: the Velero pod, or this
+// shell off it (and the pod too, for the plugin's operations).
+func (s Shell) reacher() string {
+	if s.InPod {
+		return "the Velero pod"
+	}
+	return "this shell (and the Velero pod)"
 }

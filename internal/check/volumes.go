@@ -63,19 +63,15 @@ func regionVolumes(region string, vols []pv.Volume, pvs *unreadable, takes bool,
 	case len(vols) == 0:
 		return pass(check, "the cluster has no EBS PersistentVolume (in-tree awsElasticBlockStore, CSI "+pv.EBSCSIDriver+" or "+pv.EKSAutoModeDriver+") yet")
 	case len(in) > 0 && len(elsewhere) > 0:
-		return pass(check, fmt.Sprintf("%d of the cluster's %s; the others are elsewhere: %s", len(in), total, placed(elsewhere)))
+		return pass(check, fmt.Sprintf("%d of the cluster's %s; elsewhere: %s%s", len(in), total, placed(elsewhere), unzoned(unknown)))
 	case len(in) > 0:
-		return pass(check, fmt.Sprintf("%d of the cluster's %s", len(in), total))
+		return pass(check, fmt.Sprintf("%d of the cluster's %s%s", len(in), total, unzoned(unknown)))
 	case len(elsewhere) == 0:
 		return notChecked(check, fmt.Sprintf("none of the cluster's %s has a zone the check can read (a zone label, node affinity on a zone key, or an aws://ZONE/ volume ID): %s",
 			total, shortList(names(unknown))))
 	}
 	target := commonRegion(elsewhere)
-	detail := fmt.Sprintf("none of the cluster's %s is in %s (%s", total, region, placed(elsewhere))
-	if len(unknown) > 0 {
-		detail += fmt.Sprintf("; %d with no zone the check can read: %s", len(unknown), shortList(names(unknown)))
-	}
-	detail += ")"
+	detail := fmt.Sprintf("none of the cluster's %s is in %s (%s%s)", total, region, placed(elsewhere), unzoned(unknown))
 	fix := fmt.Sprintf("set region: %s in the location's spec.config: %s", target, fmt.Sprintf(patch, target))
 	switch {
 	case !takes:
@@ -84,6 +80,14 @@ func regionVolumes(region string, vols []pv.Volume, pvs *unreadable, takes bool,
 		return warn(check, detail+"; backups through it ("+why+") would snapshot none of those with a zone", fix)
 	}
 	return fail(check, detail+": backups through it ("+why+") would fail every snapshot, EC2 finding no such volume in "+region, fix)
+}
+
+// unzoned names, after a "; ", the volumes whose zone the check could not read, or is "".
+func unzoned(unknown []pv.Volume) string {
+	if len(unknown) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d with no zone the check can read: %s", len(unknown), shortList(names(unknown)))
 }
 
 // placed names volumes with their zones: "pv-a in us-east-1a, pv-b in us-east-1b and 3 more".

@@ -180,9 +180,19 @@ func (d *Driller) backup(ctx context.Context, o Options) (velerov1.Backup, error
 		return backup, fmt.Errorf("reading Backup %s/%s: %w", d.Namespace, o.Backup, err)
 	}
 	if !finished(backup) {
-		return backup, fmt.Errorf("backup %s is %s: only a Completed or PartiallyFailed backup can be restored", o.Backup, backup.Status.Phase)
+		return backup, unfinishedError(backup)
 	}
 	return backup, nil
+}
+
+// unfinishedError says why backup b cannot be drilled yet, or at all: a Backup with no phase has
+// not been processed by Velero yet (no server, or another namespace's).
+func unfinishedError(b velerov1.Backup) error {
+	const only = "only a Completed or PartiallyFailed backup can be restored"
+	if b.Status.Phase == "" {
+		return fmt.Errorf("backup %s has not been processed by Velero yet (no status.phase: is Velero's server running in namespace %s?): %s; drill it once `velero backup describe %s` says Completed", b.Name, b.Namespace, only, b.Name)
+	}
+	return fmt.Errorf("backup %s is %s: %s", b.Name, b.Status.Phase, only)
 }
 
 // finished reports whether a backup can be restored: Completed or PartiallyFailed.

@@ -518,3 +518,28 @@ func TestDrillOfSchedule(t *testing.T) {
 		})
 	}
 }
+
+// --backup refuses a backup that cannot be restored yet, naming it and its phase, or saying that
+// Velero has not processed it when it has none.
+func TestDrillOfAnUnfinishedBackup(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		phase   velerov1.BackupPhase
+		wantErr string
+	}{
+		{name: "a backup still waiting for its operations is named with its phase", phase: velerov1.BackupPhaseWaitingForPluginOperations,
+			wantErr: "backup nightly-1 is WaitingForPluginOperations: only a Completed or PartiallyFailed backup can be restored"},
+		{name: "a backup with no phase has not been processed yet", phase: "",
+			wantErr: "backup nightly-1 has not been processed by Velero yet (no status.phase: is Velero's server running in namespace velero?)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := audittest.New(t)
+			w.Cluster(audittest.ClusterAUID, audittest.LocationConfig)
+			w.Backup("nightly-1", audittest.ScheduleName, w.Clock.Now(), tc.phase, w.Take("nightly-1", w.Vols[0], audittest.Outcome{}))
+			_, err := runOn(context.Background(), w, clients{w.Clients()}, drill.Options{Backup: "nightly-1"}, func() { w.Clock.Step(pollInterval) })
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -335,7 +335,7 @@ func (f *Factory) Account(ctx context.Context, region string, creds Credentials)
 		err = errNoAccount
 	}
 	if err != nil {
-		return Identity{}, fmt.Errorf("asking STS in %s whose credentials %s are: %w", region, creds, err)
+		return Identity{}, fmt.Errorf("asking STS in %s for the account of %s: %w", region, creds, err)
 	}
 	id = Identity{Account: aws.ToString(out.Account), ARN: aws.ToString(out.Arn)}
 	id.Chain = chainOf(sourcesOf(c.credentials), id.ARN)

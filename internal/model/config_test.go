@@ -168,3 +168,17 @@ func TestVaultBucketBackupsPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestALocksTermReadsAsPeopleSayIt(t *testing.T) {
+	for _, tc := range []struct {
+		lock model.Lock
+		want string
+	}{
+		{model.Lock{Mode: model.LockModeGovernance, Days: 1}, "governance, 1 day"},
+		{model.Lock{Mode: model.LockModeCompliance, Days: 30, CoolOffHours: 24}, "compliance, 30 days"},
+	} {
+		if got := tc.lock.Term(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.lock, got, tc.want)
+		}
+	}
+}

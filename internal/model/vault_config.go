@@ -156,6 +156,15 @@ func (l Lock) String() string {
 	return s
 }
 
+// Term is the lock as people read it: "governance, 30 days", "compliance, 1 day".
+func (l Lock) Term() string {
+	unit := " days"
+	if l.Days == 1 {
+		unit = " day"
+	}
+	return l.Mode + ", " + strconv.Itoa(int(l.Days)) + unit
+}
+
 // ParseLockTag reads a TagVaultLock value; ok is false when it is not one.
 func ParseLockTag(s string) (l Lock, ok bool) {
 	parts := strings.Split(s, ":")

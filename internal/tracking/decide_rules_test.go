@@ -363,7 +363,7 @@ func TestWhenAVaultCopyIsLocked(t *testing.T) {
 	}{
 		{name: "listed in the vault account: locked", owner: vault.Account, wantLock: true},
 		{name: "not listed in the vault account yet: waits", owner: "111111111111", wantDesc: "waiting for EC2 to list it in the vault account"},
-		{name: "already locked: says so", owner: vault.Account, locked: true, wantDesc: "locked (governance, 1 days)"},
+		{name: "already locked: says so", owner: vault.Account, locked: true, wantDesc: "locked (governance, 1 day)"},
 		{name: "its backup is being deleted: not locked, the deletion deletes it", owner: vault.Account,
 			srcTags: []string{model.TagDeletionRequestedAt, "2026-11-30T03:00:00Z"}, wantDesc: "not locked: its backup is being deleted"},
 	}

@@ -65,7 +65,7 @@ func decideVaultSteps(v *backupView, src *types.Snapshot, tg model.Target, cp *t
 	if l, want := model.ParseLockTag(model.TagValue(src.Tags, model.TagVaultLock)); want {
 		switch {
 		case model.Locked(v.lockState(cpID)):
-			d.lockNote = fmt.Sprintf(", locked (%s, %d days)", l.Mode, l.Days)
+			d.lockNote = ", locked (" + l.Term() + ")"
 		case aws.ToString(cp.OwnerId) != tg.Account: // just made: locked once EC2 lists it in the vault account
 			d.phase.desc = fmt.Sprintf("vault copy %s in %s: %s; waiting for EC2 to list it in the vault account to lock it", cpID, tg, progressText(cp.Progress))
 			return d

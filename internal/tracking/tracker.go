@@ -853,7 +853,7 @@ func (t *Tracker) lockVaultCopy(ctx context.Context, v *backupView, tg model.Tar
 	switch {
 	case err == nil:
 		v.recordLock(cpID, out.LockState)
-		t.Log.Infof("Locked vault copy %s in %s (%s, %d days)", cpID, tg, l.Mode, l.Days)
+		t.Log.Infof("Locked vault copy %s in %s (%s)", cpID, tg, l.Term())
 		return nil
 	case ec2api.IsAmbiguous(err):
 		return errors.Join(err, errors.New("the lock may have taken effect; the next description tells"))

@@ -141,7 +141,7 @@ func TestVaultCopyIsSharedCopiedLockedAndUnshared(t *testing.T) {
 				if c.LockState != string(tt.lock.Mode) {
 					t.Errorf("vault copy lock state %q, want %q", c.LockState, tt.lock.Mode)
 				}
-				if !strings.Contains(p.Description, "locked (governance, 1 days)") {
+				if !strings.Contains(p.Description, "locked (governance, 1 day)") {
 					t.Errorf("completion %q does not say the copy is locked", p.Description)
 				}
 			} else if c.LockState != "" {

@@ -164,7 +164,7 @@ func (r *rig) vaultBackup(sim simClient) {
 	}
 
 	d := r.mustVelero("backup", "describe", vaultBackupName, "--details", "--colorized=false")
-	want := fmt.Sprintf("in vault account %s in %s, locked (%s, %s days) completed", c.ID, copyRegion, vaultLockMode, vaultLockDays)
+	want := fmt.Sprintf("in vault account %s in %s, locked (%s, %s day) completed", c.ID, copyRegion, vaultLockMode, vaultLockDays) // one day, singular
 	if n := strings.Count(d, want); n != len(volumesVault) {
 		t.Errorf("describe --details shows %d operations ending %q, want %d", n, want, len(volumesVault))
 	}

@@ -53,7 +53,7 @@ func TestVaultCopiesLockedThroughKillsRestoreAndDeletion(t *testing.T) {
 	}
 	t.Logf("%d plugin processes killed", killed)
 	for _, op := range res.Operations {
-		if want := "in vault account " + rig.VaultAccount + " in " + rig.CopyRegion + ", locked (governance, 1 days) completed"; !strings.HasSuffix(op.Status.Description, want) {
+		if want := "in vault account " + rig.VaultAccount + " in " + rig.CopyRegion + ", locked (governance, 1 day) completed"; !strings.HasSuffix(op.Status.Description, want) {
 			t.Errorf("%s: description %q does not end %q", op.Resource.Name, op.Status.Description, want)
 		}
 	}

@@ -71,11 +71,13 @@ var iniBlock = regexp.MustCompile("(?s)```ini\n(.*?)```")
 // readmeVaultProfile is the README's profile of the vault role, for IRSA.
 func readmeVaultProfile(t *testing.T) string {
 	t.Helper()
-	m := iniBlock.FindSubmatch(readmeBytes(t))
-	if m == nil || !strings.Contains(string(m[1]), irsaSource) || !strings.Contains(string(m[1]), readmeTokenPath) {
-		t.Fatalf("README.md has no ini block with the vault's IRSA profile (%q, %s)", irsaSource, readmeTokenPath)
+	for _, m := range iniBlock.FindAllSubmatch(readmeBytes(t), -1) { // the credentials file's block comes first
+		if strings.Contains(string(m[1]), irsaSource) && strings.Contains(string(m[1]), readmeTokenPath) {
+			return string(m[1])
+		}
 	}
-	return string(m[1])
+	t.Fatalf("README.md has no ini block with the vault's IRSA profile (%q, %s)", irsaSource, readmeTokenPath)
+	return ""
 }
 
 func readmeBytes(t *testing.T) []byte {

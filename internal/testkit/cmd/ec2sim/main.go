@@ -1,8 +1,9 @@
 // Command ec2sim serves the EC2 simulator on 127.0.0.1 until interrupted. It prints the endpoint
-// URL as its first line of output; point the AWS SDK at it with AWS_ENDPOINT_URL_EC2:
+// URL as its first line of output; point the AWS SDK at it with AWS_ENDPOINT_URL_EC2 and
+// AWS_ENDPOINT_URL_STS (it answers STS too):
 //
 //	go run ./internal/testkit/cmd/ec2sim -port 4566 -config sim.json -throttle-scale 0.1
-//	export AWS_ENDPOINT_URL_EC2=http://127.0.0.1:4566
+//	export AWS_ENDPOINT_URL_EC2=http://127.0.0.1:4566 AWS_ENDPOINT_URL_STS=http://127.0.0.1:4566
 package main
 
 import (
