@@ -328,8 +328,8 @@ func (w *world) checkSources() {
 func (w *world) checkDeleted() {
 	all := w.everything()
 	for _, s := range sortedSnaps(all) {
-		if _, theirs := w.foreign[s.ID]; theirs || s.DeletePending || lockedNow(s) || w.retained[s.ID] {
-			continue
+		if _, theirs := w.foreign[s.ID]; theirs || s.DeletePending || lockedNow(s) || w.retained[s.ID] || s.Tags[model.TagBackup] == leftBehindBackup {
+			continue // not the backup's, or kept; a deleted backup's leftover is the audit's
 		}
 		root := s.ID
 		if s.SourceSnapshotID != "" {

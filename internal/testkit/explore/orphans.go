@@ -121,6 +121,9 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 		grace := rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace")
 		available := rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0
 		w.listingMisread = rapid.IntRange(0, 5).Draw(t, "storage location pointing at another cluster's bucket (0)") == 0
+		if age := rapid.SampledFrom(leftBehindAges).Draw(t, "age of a snapshot a deleted backup left (0: none)"); age > 0 {
+			w.leftBehind(age)
+		}
 		w.deleteOrphans(only, grace, available)
 		w.listingMisread = false
 	case actTaggedForeign:
@@ -481,4 +484,22 @@ func (w *world) auditLocations() []string {
 		out = append(out, vaultRecoveryLocation)
 	}
 	return out
+}
+
+// leftBehindAges are the ages a snapshot a deleted backup of this install left may have when
+// an audit begins: younger than the default --orphan-grace, or older.
+var leftBehindAges = []time.Duration{0, 10 * time.Minute, 2 * time.Hour}
+
+// leftBehindBackup names the deleted backup whose snapshot leftBehind plants: in no storage
+// location and not in the cluster.
+const leftBehindBackup = "nightly-deleted"
+
+// leftBehind plants, as made age ago, a completed snapshot of this install's a deleted backup
+// left (a failed CreateSnapshot's, or one a failed deletion left): an orphan once it is older
+// than --orphan-grace, and kept before.
+func (w *world) leftBehind(age time.Duration) {
+	ids := w.sim.AddSnapshotsTo(sourceAccount, sourceRegion, ec2sim.SnapshotSpec{VolumeID: w.volumes[0], Started: w.clk.Now().Add(-age),
+		Tags: map[string]string{model.TagBackup: leftBehindBackup, model.TagPV: "pvc-deleted", model.TagInstall: ourInstall,
+			model.TagVolumeType: "gp3", model.TagRecorded: recordedReturnedMark, velerov1.StorageLocationLabel: storageLocation}})
+	w.logf("a snapshot %v of deleted backup %s, made %s ago", ids, leftBehindBackup, age)
 }
