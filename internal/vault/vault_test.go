@@ -47,20 +47,7 @@ func world(t *testing.T) *ec2sim.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
-		"AWS_ACCESS_KEY_ID":           "",
-		"AWS_SECRET_ACCESS_KEY":       "",
-		"AWS_EC2_METADATA_DISABLED":   "true",
-		"AWS_PROFILE":                 "",
-		"AWS_REGION":                  "",
-		"AWS_ENDPOINT_URL":            srv.URL,
-		"AWS_ENDPOINT_URL_STS":        srv.URL,
-	} {
-		t.Setenv(k, v)
-	}
+	srv.OnlyThis(t)
 	return srv
 }
 

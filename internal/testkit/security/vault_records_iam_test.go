@@ -65,11 +65,8 @@ func TestVaultRecordsStatementIsExactlyWhatCheckAndAuditRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = srv.Close() })
+		srv.OnlyThis(t)
 		dir := t.TempDir()
-		for k, v := range map[string]string{"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
-			"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL": srv.URL} {
-			t.Setenv(k, v)
-		}
 		file := filepath.Join(dir, "vault")
 		if err := os.WriteFile(file, key.CredentialsFile(), 0o600); err != nil {
 			t.Fatal(err)
