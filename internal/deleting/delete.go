@@ -457,6 +457,13 @@ func (s *Deleter) readVaultCopies(ctx context.Context, seen *deletionSeen) error
 			continue
 		}
 		for _, c := range copies {
+			if owner := aws.ToString(c.OwnerId); owner != "" && account != "" && owner != account {
+				// The vault's credentials are another account's (the source's, mistyped): what
+				// they find is that account's copy, not a vault copy, and no vault request goes
+				// there.
+				s.Log.Warnf("Left copy %s in %s alone as a vault copy: the vault's credentials are of account %s, not vault account %s", aws.ToString(c.SnapshotId), region, owner, account)
+				continue
+			}
 			if f := found(region, vaultCredentials, c); !slices.ContainsFunc(seen.copies, func(o foundSnapshot) bool { return o.regionalSnapshot == f.regionalSnapshot }) {
 				seen.copies = append(seen.copies, f)
 			}
