@@ -3,6 +3,7 @@ package explore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -121,11 +122,12 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 		grace := rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace")
 		available := rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0
 		w.listingMisread = rapid.IntRange(0, 5).Draw(t, "storage location pointing at another cluster's bucket (0)") == 0
+		w.recordUnread = rapid.IntRange(0, 5).Draw(t, "the backup's record unreadable in the bucket (0)") == 0
 		if age := rapid.SampledFrom(leftBehindAges).Draw(t, "age of a snapshot a deleted backup left (0: none)"); age > 0 {
 			w.leftBehind(age)
 		}
 		w.deleteOrphans(only, grace, available)
-		w.listingMisread = false
+		w.listingMisread, w.recordUnread = false, false
 	case actTaggedForeign:
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
@@ -279,6 +281,14 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 		return "locked (" + s.LockState + ")"
 	case w.retained[s.ID] || w.retainedVaultCopy(s):
 		return "kept by vaultRetainOnDelete (its tag, or the location's config now)"
+	}
+	return w.namedByRecord(s)
+}
+
+// namedByRecord says how Velero's record of the backup, in its storage location, names s (or
+// its source); "" when it does not.
+func (w *world) namedByRecord(s ec2sim.Snapshot) string {
+	switch {
 	case !w.inBucket():
 		return ""
 	case w.recorded(s.ID) != nil:
@@ -439,10 +449,15 @@ func (b bucket) Backups(_ context.Context, bsl *velerov1.BackupStorageLocation) 
 	return names, nil
 }
 
+// errSlowDown is S3 refusing a read for its request rate, as it answers with a 503.
+var errSlowDown = errors.New("SlowDown: Please reduce your request rate")
+
 // VolumeSnapshots is Velero's record of a backup's snapshots in the bucket.
 func (b bucket) VolumeSnapshots(_ context.Context, bsl *velerov1.BackupStorageLocation, name string) ([]audit.RecordedSnapshot, error) {
 	switch {
 	case bsl.Name != storageLocation || b.w.listingMisread:
+	case name == backupName && b.w.recordUnread:
+		return nil, errSlowDown
 	case name == backupName && b.w.inBucket():
 		return b.w.record(name), nil
 	case name == earlierBackupName && b.w.earlierSnapshot != "":

@@ -13,7 +13,7 @@ import (
 // Completed backup, the one Velero's `restore --from-schedule` would take.
 
 // catAuditVerdict is the promise the audit's verdicts break.
-const catAuditVerdict category = "audit called a backup DR-ready while a copy it asked for was not read completed, or named a backup that is not Completed as a recovery point"
+const catAuditVerdict category = "audit called a backup DR-ready while a copy it asked for was not read completed, named a backup that is not Completed as a recovery point, or listed as an orphan a snapshot the backup's record names"
 
 // checkVerdicts checks the audit's report rep, whose requests begin at the since-th.
 func (w *world) checkVerdicts(rep audit.Report, since int) {
@@ -33,6 +33,13 @@ func (w *world) checkVerdicts(rep audit.Report, since int) {
 		}
 	}
 	snaps := w.everything()
+	for _, g := range rep.Orphans {
+		for _, o := range g.Orphans {
+			if named := w.namedByRecord(snaps[o.ID]); named != "" && snaps[o.ID].ID != "" {
+				w.violate(catAuditVerdict, "%s listed as an orphan: %s", o.ID, named)
+			}
+		}
+	}
 	for _, b := range rep.Backups {
 		if b.Name != backupName || !b.DRReady {
 			continue

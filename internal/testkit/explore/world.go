@@ -372,6 +372,8 @@ type world struct {
 	// listingMisread says the storage location lists another cluster's bucket during the step.
 	earlierSnapshot string
 	listingMisread  bool
+	// recordUnread says the bucket answers the backup's record with an error during the step.
+	recordUnread bool
 
 	foreign   map[string]foreignSnapshot
 	locked    map[string]bool
