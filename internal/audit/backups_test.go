@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
-	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/audittest"
 )
 
 // Each backup's verdict, as `audit` prints it.

@@ -7,9 +7,9 @@ import (
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
-	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/tracking"
 )
 

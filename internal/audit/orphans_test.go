@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
-	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/audittest"
 )
 
 // pastGrace is how long after the snapshots the audits of these tests run.

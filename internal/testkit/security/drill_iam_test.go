@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/audit"
-	"github.com/velero-async/velero-plugin-for-aws/internal/audit/audittest"
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/location"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/audittest"
 )
 
 // sidDrill is the README's statement letting drills delete the volumes they made.
