@@ -31,6 +31,7 @@ func TestDeleteSnapshot(t *testing.T) {
 		id         string
 		east, west []types.Snapshot
 		setup      func(f *mockec2.Fixture)
+		vaultAsOwn bool     // the vault's credentials reach the source's own account (a mistyped profile)
 		wantEast   []string // DeleteSnapshot calls per region, sorted
 		wantWest   []string
 		wantErr    []string
@@ -109,6 +110,13 @@ func TestDeleteSnapshot(t *testing.T) {
 			setup:    func(f *mockec2.Fixture) { f.Src().DeleteErr["snap-00000011"] = mockec2.NetErr() },
 			wantEast: []string{"snap-00000011"},
 			wantErr:  []string{"snap-00000011 in us-east-1", "returned an error to Velero", "recorded snapshot and its copies are kept"}},
+		// The vault region is the old copy region (copyToRegion since moved) and the vault's
+		// credentials are the source account's: what they list there is a regional copy, never
+		// taken for a vault copy the location says to keep, nor tagged as one.
+		{name: "vault credentials of the source's own account: a regional copy they find is left alone", id: "snap-0000000a", vaultAsOwn: true,
+			cfg:      model.Config{Region: mockec2.SrcRegion, Vault: model.VaultConfig{AccountID: vaultAccount, Profile: "vault", Region: mockec2.DstRegion, RetainOnDelete: true}},
+			west:     []types.Snapshot{mockec2.CopyOfSnap("snap-0000000b", src, types.SnapshotStateCompleted, owned(ownAccount))},
+			wantEast: []string{"snap-0000000a"}},
 		{name: "a region that cannot be asked for copies: nothing deleted", cfg: east, id: "snap-0000000a", east: []types.Snapshot{src}, west: []types.Snapshot{cp},
 			setup:   func(f *mockec2.Fixture) { f.Dst().FailNext(mockec2.HTTPErr(503, "Unavailable")) },
 			wantErr: []string{"us-west-2", "nothing deleted"}},
@@ -126,7 +134,11 @@ func TestDeleteSnapshot(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			err := newDeleter(f, tt.cfg).DeleteSnapshot(context.Background(), tt.id)
+			var opts []ebs.Option
+			if tt.vaultAsOwn {
+				opts = append(opts, ebs.WithVaultClients(f.Clients()))
+			}
+			err := newDeleter(f, tt.cfg, opts...).DeleteSnapshot(context.Background(), tt.id)
 			mockec2.WantErr(t, err, tt.wantErr...)
 			for _, r := range []struct {
 				r    *mockec2.Region
@@ -137,6 +149,9 @@ func TestDeleteSnapshot(t *testing.T) {
 				if fmt.Sprint(got) != fmt.Sprint(r.want) && len(got)+len(r.want) > 0 {
 					t.Errorf("deleted in %s: %v, want %v", r.r.Name, got, r.want)
 				}
+			}
+			if tt.vaultAsOwn && len(f.Dst().Tagged) > 0 {
+				t.Errorf("tagged %v in %s, want nothing marked as a kept vault copy", f.Dst().Tagged, mockec2.DstRegion)
 			}
 		})
 	}
