@@ -55,6 +55,9 @@ const (
 	recoveryLocation      = "recovery"
 	vaultRecoveryLocation = "vault-recovery"
 	storageLocation       = "default"
+	// oldStorageLocation is a bucket Velero moved from, added back read-only (as the orphan
+	// rule advises): in some audits it holds the earlier backup's files.
+	oldStorageLocation = "old-bucket"
 	// upstreamLocation is the upstream plugin's location, which the cluster does not list.
 	upstreamLocation = "aws"
 	// otherBackupName is a backup name only other installs use.
@@ -123,11 +126,15 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 		available := rapid.IntRange(0, 3).Draw(t, "storage location unavailable (0)") > 0
 		w.listingMisread = rapid.IntRange(0, 5).Draw(t, "storage location pointing at another cluster's bucket (0)") == 0
 		w.recordUnread = rapid.IntRange(0, 5).Draw(t, "the backup's record unreadable in the bucket (0)") == 0
+		if w.earlierSnapshot != "" {
+			w.earlierMoved = rapid.IntRange(0, 2).Draw(t, "the earlier backup's files in a storage location of the old bucket (0)") == 0
+			w.oldBucketUnlisted = w.earlierMoved && rapid.IntRange(0, 2).Draw(t, "the old bucket answers its listing with SlowDown (0)") == 0
+		}
 		if age := rapid.SampledFrom(leftBehindAges).Draw(t, "age of a snapshot a deleted backup left (0: none)"); age > 0 {
 			w.leftBehind(age)
 		}
 		w.deleteOrphans(only, grace, available)
-		w.listingMisread, w.recordUnread = false, false
+		w.listingMisread, w.recordUnread, w.earlierMoved, w.oldBucketUnlisted = false, false, false, false
 	case actTaggedForeign:
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
@@ -172,7 +179,8 @@ func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable boo
 
 // orphanDeletionBounds are what the orphan deletion with --orphan-grace grace may do: only
 // Describe requests and deletions; no snapshot deleted that a kept backup records (or whose
-// source it records), of another or an unknown install, locked or retained, or younger than the
+// source it records), of a backup the bucket holds that the cluster has not synced or is
+// deleting, of another or an unknown install, locked or retained, or younger than the
 // grace even now, once the audit has ended (its age then is at least what the audit saw); no
 // volume deleted but one an interrupted drill of this install left.
 func orphanDeletionBounds(w *world, grace time.Duration) bounds {
@@ -281,6 +289,10 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 		return "locked (" + s.LockState + ")"
 	case w.retained[s.ID] || w.retainedVaultCopy(s):
 		return "kept by vaultRetainOnDelete (its tag, or the location's config now)"
+	case s.Tags[model.TagBackup] == backupName && w.inBucket() && !w.inCluster():
+		return "its backup is in the storage location and not synced into the cluster yet"
+	case s.Tags[model.TagBackup] == backupName && w.inBucket() && w.deleted:
+		return "its backup is being deleted and its files are still in the storage location"
 	}
 	return w.namedByRecord(s)
 }
@@ -289,6 +301,8 @@ func (w *world) neededBy(s ec2sim.Snapshot) string {
 // its source); "" when it does not.
 func (w *world) namedByRecord(s ec2sim.Snapshot) string {
 	switch {
+	case s.ID == w.earlierSnapshot && s.ID != "":
+		return "Velero's record of backup " + earlierBackupName + ", in a storage location, names it"
 	case !w.inBucket():
 		return ""
 	case w.recorded(s.ID) != nil:
@@ -367,6 +381,12 @@ func (w *world) cluster(bslAvailable bool) cluster {
 	if w.cfg.Vault.Enabled() {
 		objects = append(objects, vsl(vaultRecoveryLocation, map[string]string{model.ConfigRegion: w.setup.vaultRegion, location.ConfigProfile: vaultProfile}))
 	}
+	if w.earlierMoved {
+		old := &velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNamespace, Name: oldStorageLocation},
+			Spec: velerov1.BackupStorageLocationSpec{AccessMode: velerov1.BackupStorageLocationAccessModeReadOnly}}
+		old.Status.Phase = bsl.Status.Phase
+		objects = append(objects, old)
+	}
 	if b := w.backupObject(); b != nil {
 		objects = append(objects, b)
 	}
@@ -421,11 +441,12 @@ func (w *world) record(name string) []audit.RecordedSnapshot {
 	return out
 }
 
-// bucket is the storage location's object storage as its plugin reads it: the backup's files
+// bucket is the storage locations' object storage as their plugin reads it: the backup's files
 // once its item phase is over, until a deletion succeeds, and, when the setup says so, those
-// of an earlier backup of this install's that the cluster has not synced. While the storage
-// location points at another cluster's bucket (listingMisread: a mistyped prefix), it lists
-// that cluster's backup, and holds no record of this install's.
+// of an earlier backup of this install's that the cluster has not synced, in the storage
+// location or, in some audits, in the old bucket's (which may answer its listing with
+// SlowDown). While the storage location points at another cluster's bucket (listingMisread: a
+// mistyped prefix), it lists that cluster's backup, and holds no record of this install's.
 type bucket struct{ w *world }
 
 // earlierBackupName is a backup of this install's the bucket may hold besides the world's.
@@ -434,19 +455,34 @@ const earlierBackupName = "nightly-earlier"
 // Backups lists the backups the bucket holds.
 func (b bucket) Backups(_ context.Context, bsl *velerov1.BackupStorageLocation) ([]string, error) {
 	switch {
-	case bsl.Name != storageLocation:
+	case bsl.Name == oldStorageLocation && b.w.oldBucketUnlisted:
+		return nil, errSlowDown
+	case bsl.Name != storageLocation && bsl.Name != oldStorageLocation:
 		return []string{}, nil
-	case b.w.listingMisread:
+	case bsl.Name == storageLocation && b.w.listingMisread:
 		return []string{otherBackupName}, nil
 	}
-	var names []string
-	if b.w.earlierSnapshot != "" {
+	names := []string{}
+	if b.holdsEarlier(bsl) {
 		names = append(names, earlierBackupName)
 	}
-	if b.w.inBucket() {
+	if bsl.Name == storageLocation && b.w.inBucket() {
 		names = append(names, backupName)
 	}
 	return names, nil
+}
+
+// holdsEarlier reports whether bsl holds the earlier backup's files: the old bucket's storage
+// location once they were moved there, else the storage location, unless it points at
+// another cluster's bucket.
+func (b bucket) holdsEarlier(bsl *velerov1.BackupStorageLocation) bool {
+	switch {
+	case b.w.earlierSnapshot == "":
+		return false
+	case bsl.Name == oldStorageLocation:
+		return b.w.earlierMoved
+	}
+	return bsl.Name == storageLocation && !b.w.listingMisread && !b.w.earlierMoved
 }
 
 // errSlowDown is S3 refusing a read for its request rate, as it answers with a 503.
@@ -455,13 +491,13 @@ var errSlowDown = errors.New("SlowDown: Please reduce your request rate")
 // VolumeSnapshots is Velero's record of a backup's snapshots in the bucket.
 func (b bucket) VolumeSnapshots(_ context.Context, bsl *velerov1.BackupStorageLocation, name string) ([]audit.RecordedSnapshot, error) {
 	switch {
+	case name == earlierBackupName && b.holdsEarlier(bsl):
+		return []audit.RecordedSnapshot{{ID: b.w.earlierSnapshot, Location: locationName, PV: "pvc-earlier", VolumeType: "gp3", VolumeAZ: sourceRegion + "a"}}, nil
 	case bsl.Name != storageLocation || b.w.listingMisread:
 	case name == backupName && b.w.recordUnread:
 		return nil, errSlowDown
 	case name == backupName && b.w.inBucket():
 		return b.w.record(name), nil
-	case name == earlierBackupName && b.w.earlierSnapshot != "":
-		return []audit.RecordedSnapshot{{ID: b.w.earlierSnapshot, Location: locationName, PV: "pvc-earlier", VolumeType: "gp3", VolumeAZ: sourceRegion + "a"}}, nil
 	}
 	return nil, objectstore.ErrNoRecord
 }

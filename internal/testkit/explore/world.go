@@ -374,6 +374,9 @@ type world struct {
 	listingMisread  bool
 	// recordUnread says the bucket answers the backup's record with an error during the step.
 	recordUnread bool
+	// earlierMoved says the earlier backup's files are in the old bucket's storage location
+	// during the step; oldBucketUnlisted that it answers its listing with SlowDown.
+	earlierMoved, oldBucketUnlisted bool
 
 	foreign   map[string]foreignSnapshot
 	locked    map[string]bool
