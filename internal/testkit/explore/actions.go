@@ -57,7 +57,7 @@ func (w *world) create(i int) {
 	}
 	op := w.ops[i]
 	op.attempted = true
-	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
+	tags := veleroTags(op.pv)
 	if op.upstream {
 		if w.setup.restoredVolumes {
 			maps.Copy(tags, restoredVolumeTags(i)) // the upstream plugin copies the volume's tags
@@ -339,7 +339,7 @@ func (w *world) retainedByTagsOnly() {
 // a backup of the same name, PV pv: with its UID tag (this plugin), or without (the upstream
 // plugin, or a lost handoff).
 func (w *world) otherInstallSnapshot(withUID bool, pv string) {
-	tags := map[string]string{model.TagBackup: backupName, model.TagPV: pv}
+	tags := veleroTags(pv)
 	if withUID {
 		tags[model.TagBackupUID] = otherUID
 		if w.setup.copyTo {

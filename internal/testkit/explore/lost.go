@@ -84,7 +84,7 @@ const (
 //     keeps from being taken for that call's stray.
 func (w *world) sameVolumeSnapshot(i int, withUID bool, maker sameVolumeMaker) {
 	op := w.ops[i]
-	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv}
+	tags := veleroTags(op.pv)
 	switch maker {
 	case byEarliestRelease:
 		tags[model.TagVolumeType] = oldVolumeType

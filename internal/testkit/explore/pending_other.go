@@ -36,8 +36,9 @@ func (w *world) pendingOtherSnapshot(pv, vol string, withUID bool, install strin
 	if vol != w.otherVols[0] && !withUID {
 		install = theirInstall
 	}
-	tags := map[string]string{model.TagBackup: backupName, model.TagPV: pv, model.TagRecorded: model.RecordedPending,
-		model.TagCreateToken: fmt.Sprintf("theirs-pending-%d", len(w.foreign)), model.TagVolumeType: "gp3"}
+	tags := veleroTags(pv)
+	tags[model.TagRecorded], tags[model.TagVolumeType] = model.RecordedPending, "gp3"
+	tags[model.TagCreateToken] = fmt.Sprintf("theirs-pending-%d", len(w.foreign))
 	if withUID {
 		tags[model.TagBackupUID] = otherUID
 	}

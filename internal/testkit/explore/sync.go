@@ -1,6 +1,7 @@
 package explore
 
 import (
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"pgregory.net/rapid"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
@@ -67,6 +68,12 @@ func (w *world) stepSync(t *rapid.T, actor string) {
 	case actConfigChange:
 		w.changeConfig(rapid.SampledFrom(w.configChanges()).Draw(t, "config change"))
 	}
+}
+
+// veleroTags are the tags Velero passes to CreateSnapshot for the backup's PV pv: the Backup's
+// labels (its storage location's among them), its name and the PV's.
+func veleroTags(pv string) map[string]string {
+	return map[string]string{velerov1.StorageLocationLabel: storageLocation, model.TagBackup: backupName, model.TagPV: pv}
 }
 
 // inBucket reports whether the bucket holds the backup's files: uploaded once the item phase

@@ -55,7 +55,8 @@ func (w *world) oldExecute(i int) {
 func (w *world) oldCreate(i int) {
 	op := w.ops[i]
 	op.attempted = true
-	tags := map[string]string{model.TagBackup: backupName, model.TagPV: op.pv, model.TagVolumeType: oldVolumeType}
+	tags := veleroTags(op.pv)
+	tags[model.TagVolumeType] = oldVolumeType
 	if w.setup.upgrade.withUID {
 		tags[model.TagBackupUID] = backupUID
 	}
