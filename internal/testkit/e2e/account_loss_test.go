@@ -401,15 +401,7 @@ func (r *rig) drillFromVault(sim simClient, vaultCopies map[string][]ec2sim.Snap
 	if code != drill.ExitPassed || rep.Region != copyRegion || rep.Account != c.ID {
 		t.Errorf("drill: exit %d, in %s of %s; want %d, in %s of %s", code, rep.Region, rep.Account, drill.ExitPassed, copyRegion, c.ID)
 	}
-	ids := vaultCopyIDs(vaultCopies)
-	if len(rep.Volumes) != len(volumesLoss) {
-		t.Errorf("the drill restored %d volumes, want %d", len(rep.Volumes), len(volumesLoss))
-	}
-	for _, v := range rep.Volumes {
-		if !slices.Contains(ids, v.RestoredFrom) || !v.Deleted {
-			t.Errorf("volume %s of %s: made from %s (want one of the vault copies %v), deleted %v", v.VolumeID, v.SnapshotID, v.RestoredFrom, ids, v.Deleted)
-		}
-	}
+	r.checkDrillVolumes(rep, vaultCopyIDs(vaultCopies), len(volumesLoss), "vault copies")
 	if rep.ToAvailable.Duration() <= 0 {
 		t.Errorf("the drill reports no time to available volumes: %+v", rep)
 	}
