@@ -29,6 +29,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -124,13 +125,15 @@ func (r *rig) accountLoss(sim simClient) {
 	t := r.t
 	b, c := r.acctB(), r.acctC()
 	source := r.cluster
+	var recovery *cluster
+	var src []simObject
+	var vaultCopies map[string][]ec2sim.Snapshot
+	defer func() { r.lossCleanup(sim, source, recovery, src, vaultCopies) }()
 	r.lossSetup(sim)
 	r.createWorkload(sim, b, lossNS, volumesLoss)
 	r.volumeBackup(sim, backupSpec{name: lossBackup, ns: lossNS, vsl: vslNameVault, bsl: lossBSL, vols: volumesLoss, acct: b, vault: c.ID})
-	src, _ := backupSnapshots(sim, b.ID, lossBackup)
-	vaultCopies := r.vaultCopies(sim, src)
-	var recovery *cluster
-	defer func() { r.lossCleanup(sim, source, recovery, src, vaultCopies) }()
+	src, _ = backupSnapshots(sim, b.ID, lossBackup)
+	vaultCopies = r.vaultCopies(sim, src)
 
 	r.step("before the records reach the vault: check and audit must not call %s restorable without the source account", lossBackup)
 	r.checkRecords(false)
@@ -481,16 +484,11 @@ func (r *rig) lossCleanup(sim simClient, source, recovery *cluster, src []simObj
 	r.use(source)
 	r.step("cleanup: the source cluster forgets account B's location and %s; account B opened again, its snapshots of %s and the vault copies deleted by their owners", lossBackup, lossBackup)
 	for _, obj := range []client.Object{
-		&velerov1.Backup{}, &velerov1.BackupStorageLocation{},
+		&velerov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNS, Name: lossBackup}},
+		&velerov1.BackupStorageLocation{ObjectMeta: metav1.ObjectMeta{Namespace: veleroNS, Name: lossBSL}},
 	} {
-		name := lossBackup
-		if _, ok := obj.(*velerov1.BackupStorageLocation); ok {
-			name = lossBSL
-		}
-		if err := r.c.Get(ctx, client.ObjectKey{Namespace: veleroNS, Name: name}, obj); err == nil {
-			if err := r.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				r.t.Errorf("deleting %s: %v", name, err)
-			}
+		if err := r.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			r.t.Errorf("deleting %s: %v", obj.GetName(), err)
 		}
 	}
 	r.updateLocation(vslNameVault, func(v *velerov1.VolumeSnapshotLocation) { v.Spec = vaultLocation().Spec })
