@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -189,6 +190,22 @@ func TestS3Objects(t *testing.T) {
 			_, err := ro.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("vault"), Key: aws.String("rig/restores/x/logs.gz"), Body: strings.NewReader("x")})
 			return "", err
 		}, code: "AccessDenied"},
+		{name: "an aws-chunked upload (a checksum trailer) is not served", run: func() (string, error) {
+			req, _ := http.NewRequest(http.MethodPut, f.srv.URL+"/backups/rig/x", strings.NewReader("x"))
+			req.Header.Set(headerAmzContentSHA256, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+			err := v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: keyA.AccessKeyID, SecretAccessKey: keyA.SecretAccessKey}, req,
+				"STREAMING-UNSIGNED-PAYLOAD-TRAILER", "s3", "us-west-2", time.Now())
+			if err != nil {
+				return "", err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return fmt.Sprint(resp.StatusCode, " ", strings.Contains(string(body), "NotImplemented")), nil
+		}, want: "501 true"},
 		{name: "GetBucketLocation names the region", run: func() (string, error) {
 			out, err := ro.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String("vault")})
 			if err != nil {
