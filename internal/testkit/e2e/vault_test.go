@@ -26,7 +26,7 @@ import (
 // Secret holds a shared config profile in which the web identity token of Velero's service
 // account (a file the rig writes, where IRSA mounts one) assumes B's role velero, which assumes
 // C's role velero-vault (trusting it with an external ID, allowed only the README's VaultCopies
-// actions). Copies go to copyRegion in B and into C, under a one-day governance lock; a restore
+// actions and the vault README's VaultRecords reads). Copies go to copyRegion in B and into C, under a one-day governance lock; a restore
 // from the vault assumes C's role velero-vault-restore the same way; the deletion keeps the
 // locked vault copies, which the vault's owner (the rig, with C's key pair) then unlocks and
 // deletes.
