@@ -27,8 +27,12 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/ec2sim"
 )
 
-// recoveryLocation is the cluster's location in the copy region, as a recovery cluster has.
-const recoveryLocation = "recovery"
+// recoveryLocation is the cluster's location in the copy region, as a recovery cluster has;
+// recoveryInVault one in the vault account, as a recovery cluster with the vault's identity alone.
+const (
+	recoveryLocation = "recovery"
+	recoveryInVault  = "vault-recovery"
+)
 
 // pollInterval is the drills' poll interval in these tests, on the world's fake clock.
 const pollInterval = 5 * time.Second
@@ -162,7 +166,9 @@ func TestDrill(t *testing.T) {
 		uncopied, unvaulted bool
 		// decoy plants snapshots that look like the first volume's copy.
 		decoy func(t *testing.T, w *audittest.World, first audittest.Taken) []string
-		opts  drill.Options
+		// recovery adds a location of this config, named recoveryInVault.
+		recovery map[string]string
+		opts     drill.Options
 		// the drill restores, from, in region of account, restored volumes made from what
 		// made returns of each volume's snapshots.
 		restored        int
@@ -178,6 +184,11 @@ func TestDrill(t *testing.T) {
 		{name: "--from vault restores from the vault copies, in the vault account, with the vault's credentials",
 			opts: drill.Options{From: drill.FromVault}, restored: 2, from: drill.FromVault, region: audittest.CopyRegion, account: audittest.VaultAccount,
 			made: vaults, passed: true, says: "from the vault copies in us-west-2 (account 222222222222, location ebs)"},
+		{name: "--from vault in a recovery cluster holding only the vault's identity restores from the vault copies, saying so",
+			recovery: map[string]string{model.ConfigRegion: audittest.CopyRegion, model.ConfigProfile: audittest.VaultProfile,
+				model.ConfigVaultAccountID: audittest.VaultAccount, model.ConfigVaultProfile: audittest.VaultProfile},
+			opts: drill.Options{From: drill.FromVault, Location: recoveryInVault}, restored: 2, from: drill.FromVault, region: audittest.CopyRegion, account: audittest.VaultAccount,
+			made: vaults, passed: true, says: "location vault-recovery is the vault account's own (a recovery cluster's)"},
 		{name: "--from source restores from the snapshots in the location's region",
 			opts: drill.Options{From: drill.FromSource}, restored: 2, from: drill.FromSource, region: audittest.SourceRegion, account: audittest.SourceAccount,
 			made: sources, passed: true, says: "from the snapshots in us-east-1"},
@@ -210,6 +221,10 @@ func TestDrill(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, taken := drillWorld(t, tc.uncopied, tc.unvaulted)
+			if tc.recovery != nil {
+				w.Put(&velerov1.VolumeSnapshotLocation{ObjectMeta: metav1.ObjectMeta{Namespace: audittest.VeleroNS, Name: recoveryInVault},
+					Spec: velerov1.VolumeSnapshotLocationSpec{Provider: location.DefaultProvider, Config: tc.recovery}})
+			}
 			var decoys []string
 			if tc.decoy != nil {
 				decoys = tc.decoy(t, w, taken[0])

@@ -96,7 +96,10 @@ func placeOf(loc locationView, from From) (Place, error) {
 
 // withAccounts completes p with the accounts STS named: the location's own (locationAccount),
 // whose snapshots the vault copies must be of, and the account p's credentials are
-// (placeAccount), which for the vault must be vaultAccountId. It is pure.
+// (placeAccount), which for the vault must be vaultAccountId. A location whose own credentials
+// are the vault account's is a recovery cluster's, once the source account is gone: STS cannot
+// name the account the recorded snapshots were of, so the drill takes what that location's
+// restore takes, a completed copy of each recorded snapshot in the vault account. It is pure.
 func withAccounts(p Place, locationAccount, placeAccount string) (Place, error) {
 	if p.From != FromVault {
 		return p, nil
@@ -104,6 +107,11 @@ func withAccounts(p Place, locationAccount, placeAccount string) (Place, error) 
 	if placeAccount != p.VaultAccount {
 		return Place{}, fmt.Errorf("the vault credentials of location %s (%s) are account %s's, not %s %s's: fix %s or %s",
 			p.Location, p.Creds, placeAccount, model.ConfigVaultAccountID, p.VaultAccount, model.ConfigVaultCredentialSecret, model.ConfigVaultProfile)
+	}
+	if locationAccount == p.VaultAccount {
+		p.Source = model.RestoreSource{}
+		p.Note = fmt.Sprintf("location %s is the vault account's own (a recovery cluster's): restoring from the copies of the recorded snapshots there, as its restore would", p.Location)
+		return p, nil
 	}
 	p.Source.VaultOf = locationAccount
 	return p, nil

@@ -78,15 +78,21 @@ func TestPlaceOf(t *testing.T) {
 func TestWithAccounts(t *testing.T) {
 	vault := Place{Location: "ebs", From: FromVault, VaultAccount: "222222222222", Source: model.RestoreSource{CopiesOnly: true}}
 	for _, tc := range []struct {
-		name                 string
-		place                Place
-		location, here       string
-		wantVaultOf, wantErr string
+		name           string
+		place          Place
+		location, here string
+		wantSource     model.RestoreSource
+		wantNote       string
+		wantErr        string
 	}{
-		{name: "the vault copies taken are of the location's own account's snapshots", place: vault, location: "111111111111", here: "222222222222", wantVaultOf: "111111111111"},
+		{name: "the vault copies taken are of the location's own account's snapshots", place: vault, location: "111111111111", here: "222222222222",
+			wantSource: model.RestoreSource{CopiesOnly: true, VaultOf: "111111111111"}},
 		{name: "vault credentials of another account are refused, naming both", place: vault, location: "111111111111", here: "111111111111",
 			wantErr: "are account 111111111111's, not vaultAccountId 222222222222's"},
-		{name: "a drill of the copies takes no account's vault copies", place: Place{From: FromCopy, Source: model.RestoreSource{CopiesOnly: true}}, location: "111111111111", here: "111111111111"},
+		{name: "a drill of the copies takes no account's vault copies", place: Place{From: FromCopy, Source: model.RestoreSource{CopiesOnly: true}}, location: "111111111111", here: "111111111111",
+			wantSource: model.RestoreSource{CopiesOnly: true}},
+		{name: "a recovery cluster's location in the vault account takes what its restore takes, saying so", place: vault, location: "222222222222", here: "222222222222",
+			wantNote: "location ebs is the vault account's own (a recovery cluster's)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := withAccounts(tc.place, tc.location, tc.here)
@@ -96,8 +102,8 @@ func TestWithAccounts(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || p.Source.VaultOf != tc.wantVaultOf {
-				t.Errorf("place %+v, err %v: want vault copies of %q", p, err, tc.wantVaultOf)
+			if err != nil || p.Source != tc.wantSource || !strings.Contains(p.Note, tc.wantNote) || tc.wantNote == "" && p.Note != "" {
+				t.Errorf("place %+v, err %v: want it taking %+v, note %q", p, err, tc.wantSource, tc.wantNote)
 			}
 		})
 	}

@@ -152,17 +152,22 @@ func (r *rig) drillCopies(sim simClient, backup string, copies []simObject) {
 		t.Errorf("drill: exit %d, from %s in %s of %s through %s; want %d, from %s in %s of %s through %s",
 			code, rep.From, rep.Region, rep.Account, rep.Location, drill.ExitPassed, drill.FromCopy, copyRegion, acct.ID, vslName)
 	}
-	copyIDs := snapshotIDs(copies)
-	if len(rep.Volumes) != len(copies) {
-		t.Errorf("the drill restored %d volumes, want one from each of the %d copies", len(rep.Volumes), len(copies))
-	}
-	for _, v := range rep.Volumes {
-		if !slices.Contains(copyIDs, v.RestoredFrom) || !v.Deleted {
-			t.Errorf("volume %s of %s: made from %s (want one of the copies %v), deleted %v", v.VolumeID, v.SnapshotID, v.RestoredFrom, copyIDs, v.Deleted)
-		}
-	}
+	r.checkDrillVolumes(rep, snapshotIDs(copies), len(copies), "copies")
 	if after := live(sim.listIn("volumes", copyRegion, acct.ID)); len(after) != before {
 		t.Errorf("%d volumes in %s after the drill, %d before", len(after), copyRegion, before)
+	}
+}
+
+// checkDrillVolumes fails the test unless the drill restored want volumes, each made from one
+// of from (the kind of snapshots they are) and deleted.
+func (r *rig) checkDrillVolumes(rep drill.Report, from []string, want int, kind string) {
+	if len(rep.Volumes) != want {
+		r.t.Errorf("the drill restored %d volumes, want %d, one from each of the %s", len(rep.Volumes), want, kind)
+	}
+	for _, v := range rep.Volumes {
+		if !slices.Contains(from, v.RestoredFrom) || !v.Deleted {
+			r.t.Errorf("volume %s of %s: made from %s (want one of the %s %v), deleted %v", v.VolumeID, v.SnapshotID, v.RestoredFrom, kind, from, v.Deleted)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -114,6 +115,8 @@ func TestE2E(t *testing.T) {
 	r.sub("preflight-check", func() { r.preflightCheck(sim) })
 	r.sub("vault-restore", func() { r.vaultRestore(sim) })
 	r.sub("vault-delete", func() { r.vaultDelete(sim) })
+	// The source account gone: a recovery cluster with the vault's identity alone restores.
+	r.sub("account-loss", func() { r.accountLoss(sim) })
 	// The disaster-recovery drill: the source region down, a second cluster restores.
 	r.sub("dr-drill", func() { r.drill(sim, "e2e-main") })
 	r.sub("delete-after-dr", func() {
@@ -314,10 +317,11 @@ type backupSpec struct {
 	name string
 	// disrupt is "", "kill-plugin" or "restart-server".
 	disrupt string
-	// ns is the namespace backed up, vols its volumes, in account acct, through location vsl.
-	ns, vsl string
-	vols    []volume
-	acct    awsAccount
+	// ns is the namespace backed up, vols its volumes, in account acct, through location vsl,
+	// into the BackupStorageLocation bsl ("default" when "").
+	ns, vsl, bsl string
+	vols         []volume
+	acct         awsAccount
 	// vault, when set, is the ID of the account that holds the backup's vault copies.
 	vault string
 	// during, when set, is called at every poll of the backup until it ends.
@@ -339,7 +343,7 @@ func (r *rig) volumeBackup(sim simClient, bs backupSpec) {
 	defer pl.cancel()
 	r.step("velero backup create %s --include-namespaces %s --snapshot-volumes --volume-snapshot-locations %s (volumes in account %s)", name, bs.ns, bs.vsl, bs.acct.Name)
 	out := r.mustVelero("backup", "create", name, "--include-namespaces", bs.ns, "--snapshot-volumes",
-		"--volume-snapshot-locations", bs.vsl, "--storage-location", "default")
+		"--volume-snapshot-locations", bs.vsl, "--storage-location", cmp.Or(bs.bsl, "default"))
 	r.saw("%s", firstLine(out))
 
 	// Disruptions happen while the backup waits for plugin operations.

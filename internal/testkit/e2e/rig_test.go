@@ -187,7 +187,7 @@ func (r *rig) cleanup() {
 	if os.Getenv("E2E_KEEP") == "" {
 		// tmp is the Velero server's TMPDIR, holding the credentials files Velero and the plugin
 		// write from the Secrets; ec2sim.json holds the accounts' secret keys.
-		for _, d := range []string{"etcd", "plugins", "bin", "home", "tmp", "ec2sim.json", recoveryName} {
+		for _, d := range []string{"etcd", "plugins", "bin", "home", "tmp", "ec2sim.json", recoveryName, lossRecoveryName} {
 			os.RemoveAll(filepath.Join(r.dir, d))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 // Secret holds a shared config profile in which the web identity token of Velero's service
 // account (a file the rig writes, where IRSA mounts one) assumes B's role velero, which assumes
 // C's role velero-vault (trusting it with an external ID, allowed only the README's VaultCopies
-// actions). Copies go to copyRegion in B and into C, under a one-day governance lock; a restore
+// actions and the vault README's VaultRecords reads). Copies go to copyRegion in B and into C, under a one-day governance lock; a restore
 // from the vault assumes C's role velero-vault-restore the same way; the deletion keeps the
 // locked vault copies, which the vault's owner (the rig, with C's key pair) then unlocks and
 // deletes.
@@ -55,14 +56,16 @@ const (
 var vaultCopiesActions = []string{"DescribeSnapshots", "CopySnapshot", "CreateTags", "LockSnapshot", "DescribeLockedSnapshots", "DeleteSnapshot"}
 
 // vaultRoles are the simulator's roles: B's role for the web identity of Velero's service
-// account, and C's roles trusting it with the external ID (and sts:TagSession, as the README's
-// trust policy allows).
+// account, C's roles trusting it with the external ID (and sts:TagSession, as the README's
+// trust policy allows), velero-vault allowed the README's VaultCopies and VaultRecords
+// statements, and C's role of the recovery cluster (account_loss_test.go).
 func vaultRoles() []ec2sim.Role {
 	trust := ec2sim.Trust{Principals: []string{irsaRole}, ExternalID: vaultExternalID, TagSession: true}
 	return []ec2sim.Role{
 		{ARN: irsaRole, Trust: ec2sim.Trust{WebIdentitySubjects: []string{serviceAccountSubject}}},
-		{ARN: vaultRole, Trust: trust, AllowedActions: vaultCopiesActions},
+		{ARN: vaultRole, Trust: trust, AllowedActions: append(slices.Clone(vaultCopiesActions), vaultRecordsActions...)},
 		{ARN: vaultRestoreRole, Trust: trust},
+		recoveryRoleOf(),
 	}
 }
 

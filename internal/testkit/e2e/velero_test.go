@@ -218,6 +218,9 @@ func (r *rig) startVeleroServer() {
 			// The vault's account is confirmed with STS GetCallerIdentity, which the simulator
 			// serves for the accounts it knows.
 			"AWS_ENDPOINT_URL_STS="+r.ec2URL,
+			// The vault bucket is the simulator's (the BackupStorageLocations on the stand-in S3
+			// name it in s3Url, which wins).
+			"AWS_ENDPOINT_URL_S3="+r.ec2URL,
 			"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(r.dir, "no-such-aws-credentials"),
 			"AWS_CONFIG_FILE="+filepath.Join(r.dir, "no-such-aws-config"),
 			"AWS_EC2_METADATA_DISABLED=true",

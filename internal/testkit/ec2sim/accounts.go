@@ -169,6 +169,9 @@ type identities struct {
 	// allowed maps an account ID, or a role ARN, to the only actions its callers (the role's
 	// sessions) may call; absent: any.
 	allowed map[string]map[string]bool
+	// closed are the accounts closed (CloseAccount): their keys and sessions are refused and
+	// their roles cannot be assumed. Guarded by Simulator.mu.
+	closed map[string]bool
 }
 
 // newIdentities indexes cfg's accounts and roles. Later duplicates lose to earlier ones; Validate
@@ -178,7 +181,7 @@ func newIdentities(cfg Config) identities {
 		on: len(cfg.Accounts) > 0, defaultAccount: DefaultAccountID,
 		regions: map[string]map[string]bool{}, keys: map[string]credential{},
 		roles: map[string]Role{}, pods: map[string]string{}, sessions: map[string]credential{},
-		allowed: map[string]map[string]bool{},
+		allowed: map[string]map[string]bool{}, closed: map[string]bool{},
 	}
 	if id.on {
 		id.defaultAccount = cfg.Accounts[0].ID
@@ -238,13 +241,32 @@ func (id *identities) enabled(account, region string) bool {
 	return ok && (set == nil || set[region])
 }
 
-// lookup finds the credential of an access key ID. Callers hold s.mu.
+// lookup finds the credential of an access key ID, unless its account is closed. Callers hold
+// s.mu.
 func (id *identities) lookup(accessKeyID string) (credential, bool) {
-	if c, ok := id.keys[accessKeyID]; ok {
-		return c, true
+	c, ok := id.keys[accessKeyID]
+	if !ok {
+		c, ok = id.sessions[accessKeyID]
 	}
-	c, ok := id.sessions[accessKeyID]
-	return c, ok
+	return c, ok && !id.closed[c.account]
+}
+
+// CloseAccount closes a configured account, or opens it again (closed false): while closed, EC2,
+// STS and S3 refuse its keys and sessions as unknown ones, and STS refuses to assume its roles,
+// as for an AWS account that was closed or whose credentials were all revoked. Its resources
+// stay, readable through the admin endpoints.
+func (s *Simulator) CloseAccount(account string, closed bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ids.on || !s.ids.known(account) {
+		return fmt.Errorf("account %s is not configured", account)
+	}
+	if closed {
+		s.ids.closed[account] = true
+	} else {
+		delete(s.ids.closed, account)
+	}
+	return nil
 }
 
 // actionSet makes a set of action names; nil for an empty list, which allows every action.

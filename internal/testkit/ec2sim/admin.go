@@ -7,7 +7,7 @@ import (
 )
 
 // serveAdmin serves the /_sim/ endpoints: stats, snapshots, volumes (read and seed), KMS keys
-// (read and add), faults and outages.
+// (read and add), faults, outages, closed accounts and S3 buckets (create).
 // Snapshots and volumes are the default account's unless ?account=ID (or, to seed, the body's
 // "account") names another configured one.
 func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
@@ -86,6 +86,36 @@ func (s *Simulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, map[string][]string{"down": s.Down()})
+	case "POST /_sim/accounts":
+		var body struct {
+			Account string `json:"account"`
+			Closed  bool   `json:"closed"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, fmt.Sprintf("want {\"account\": ID, \"closed\": BOOL}: %v", err), http.StatusBadRequest)
+			return
+		}
+		if err := s.CloseAccount(body.Account, body.Closed); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, body)
+	case "POST /_sim/buckets":
+		var body struct {
+			Account    string      `json:"account"`
+			Name       string      `json:"name"`
+			Region     string      `json:"region"`
+			ObjectLock *ObjectLock `json:"objectLock"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Name == "" || body.Region == "" {
+			http.Error(w, fmt.Sprintf("want {\"account\", \"name\", \"region\", \"objectLock\": {\"Mode\", \"Days\"}}: %v", err), http.StatusBadRequest)
+			return
+		}
+		if err := s.CreateBucket(body.Account, body.Name, body.Region, body.ObjectLock); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, body)
 	default:
 		http.Error(w, "unknown admin endpoint "+route, http.StatusNotFound)
 	}

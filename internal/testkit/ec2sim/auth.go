@@ -91,21 +91,28 @@ func (s *Simulator) verifySignature(r *http.Request, body []byte, service string
 	if !ok || a.service != service {
 		return credential{account: unknownAccount}, "", signatureMissing
 	}
+	return s.checkKey(a.accessKeyID, r.Header.Get(headerAmzToken), func(c credential) bool { return signatureValid(r, body, a, c) })
+}
+
+// checkKey checks a signature made with accessKeyID and token, which valid verifies with the
+// key's credential: the key is configured or issued (and its account not closed), the token is
+// the session's, the signature valid and the session not expired.
+func (s *Simulator) checkKey(accessKeyID, token string, valid func(credential) bool) (credential, string, signatureCheck) {
 	s.mu.Lock()
-	cred, found := s.ids.lookup(a.accessKeyID)
+	cred, found := s.ids.lookup(accessKeyID)
 	now := s.clock.Now()
 	s.mu.Unlock()
 	switch {
 	case !found:
-		return credential{account: unknownAccount}, a.accessKeyID, signatureUnknownKey
-	case r.Header.Get(headerAmzToken) != cred.token:
-		return cred, a.accessKeyID, signatureUnknownKey
-	case !signatureValid(r, body, a, cred):
-		return cred, a.accessKeyID, signatureMismatch
+		return credential{account: unknownAccount}, accessKeyID, signatureUnknownKey
+	case token != cred.token:
+		return cred, accessKeyID, signatureUnknownKey
+	case !valid(cred):
+		return cred, accessKeyID, signatureMismatch
 	case !cred.expires.IsZero() && !now.Before(cred.expires):
-		return cred, a.accessKeyID, signatureExpired
+		return cred, accessKeyID, signatureExpired
 	}
-	return cred, a.accessKeyID, signatureOK
+	return cred, accessKeyID, signatureOK
 }
 
 // authenticate checks an EC2 request's signature and that the caller's account may use region.

@@ -182,7 +182,7 @@ func (s *Simulator) assumeRoleWithWebIdentity(form url.Values, requestID string)
 		return nil, err
 	}
 	role, ok := s.ids.roles[req.roleARN]
-	if !ok {
+	if !ok || s.ids.closed[role.Account] {
 		return nil, &apiError{status: http.StatusForbidden, code: "AccessDenied",
 			message: "Not authorized to perform sts:AssumeRoleWithWebIdentity"}
 	}
@@ -210,7 +210,7 @@ func (s *Simulator) assumeRole(caller credential, keyID string, form url.Values,
 	}
 	who := callerARN(caller, keyID)
 	role, ok := s.ids.roles[req.roleARN]
-	if !ok {
+	if !ok || s.ids.closed[role.Account] {
 		return nil, accessDenied(who, iamAssumeRole, req.roleARN)
 	}
 	if denied := role.Trust.assumeRoleDenial(caller, keyID, form.Get("ExternalId")); denied != "" {

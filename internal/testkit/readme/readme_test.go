@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,35 @@ func TestVaultREADMEBlocksParse(t *testing.T) {
 	}
 	for _, p := range linkProblems(string(src), filepath.Dir(filepath.Join(root, vaultREADME))) {
 		t.Error(p)
+	}
+}
+
+// TestVaultREADMESubcommandFlags: the runbook's lines running the plugin's commands in the
+// recovery cluster (audit, drill --from vault) pass only flags those commands have.
+func TestVaultREADMESubcommandFlags(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(readmePath(t)), vaultREADME))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := splitBlocks(vaultREADME, string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	for _, cmd := range shellCommands(blocks) {
+		name, args, ok := pluginCommand(words(cmd))
+		if !ok {
+			continue
+		}
+		ran = append(ran, name)
+		for _, w := range args {
+			if f, isFlag := strings.CutPrefix(w, "--"); isFlag && !slices.Contains(subcommandFlags(name), f) {
+				t.Errorf("`%s`: %s has no flag --%s", cmd, name, f)
+			}
+		}
+	}
+	if !slices.Contains(ran, "audit") || !slices.Contains(ran, "drill") {
+		t.Errorf("%s runs the plugin's commands %v, want audit and drill in the recovery cluster: is the splitter broken?", vaultREADME, ran)
 	}
 }
 

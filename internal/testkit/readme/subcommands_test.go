@@ -40,11 +40,10 @@ func subcommandProblems(blocks []block) []string {
 			made[ws[1]] = append(made[ws[1]], ws[3])
 			continue
 		}
-		i := slices.IndexFunc(ws, func(w string) bool { return strings.HasSuffix(w, "/"+cli.BinaryName) || w == cli.BinaryName })
-		if i < 0 || i+1 >= len(ws) {
+		name, args, ok := pluginCommand(ws)
+		if !ok {
 			continue
 		}
-		name, args := ws[i+1], ws[i+2:]
 		flags := subcommandFlags(name)
 		if flags == nil {
 			continue // version, --help: no flags
@@ -65,6 +64,15 @@ func subcommandProblems(blocks []block) []string {
 		}
 	}
 	return problems
+}
+
+// pluginCommand finds in a command line's words the plugin binary's command and its arguments.
+func pluginCommand(ws []string) (name string, args []string, ok bool) {
+	i := slices.IndexFunc(ws, func(w string) bool { return strings.HasSuffix(w, "/"+cli.BinaryName) || w == cli.BinaryName })
+	if i < 0 || i+1 >= len(ws) {
+		return "", nil, false
+	}
+	return ws[i+1], ws[i+2:], true
 }
 
 // usageFlag finds the flags in a command's usage.
