@@ -389,42 +389,6 @@ func (r *rig) readmeClusterRoleForThePlugin() {
 	r.bindOperator(nil, nil)
 }
 
-// inlineCode matches a Markdown code span, which may run over a line break.
-var inlineCode = regexp.MustCompile("`([^`]+)`")
-
-// drillCronJobText finds the audit README's sentence on the drill's CronJob: its name, then
-// what it changes in the audit's, as inline YAML.
-var drillCronJobText = regexp.MustCompile("(?s)as the CronJob `([^`]+)`(.*?)(?:\n\n|$)")
-
-// readmeDrillCronJob is the audit README's drill CronJob: its audit CronJob with the name,
-// command, deadline and grace period the README gives the drill's.
-func (r *rig) readmeDrillCronJob(auditJob *batchv1.CronJob) *batchv1.CronJob {
-	r.t.Helper()
-	m := drillCronJobText.FindStringSubmatch(r.readmeFile(auditREADME))
-	if m == nil {
-		r.t.Fatalf("%s says nothing of the drill's CronJob (\"as the CronJob `NAME`\")", auditREADME)
-	}
-	var set struct {
-		Command                       []string `json:"command"`
-		ActiveDeadlineSeconds         *int64   `json:"activeDeadlineSeconds"`
-		TerminationGracePeriodSeconds *int64   `json:"terminationGracePeriodSeconds"`
-	}
-	for _, span := range inlineCode.FindAllStringSubmatch(m[2], -1) {
-		// Spans that are no such YAML mapping (a flag's name) leave set as it is.
-		_ = yaml.Unmarshal([]byte(strings.ReplaceAll(span[1], "\n", " ")), &set)
-	}
-	if len(set.Command) == 0 || set.ActiveDeadlineSeconds == nil || set.TerminationGracePeriodSeconds == nil {
-		r.t.Fatalf("%s: the drill's CronJob %s has command %q, activeDeadlineSeconds %v, terminationGracePeriodSeconds %v: want all three", auditREADME, m[1], set.Command, set.ActiveDeadlineSeconds, set.TerminationGracePeriodSeconds)
-	}
-	cj := auditJob.DeepCopy()
-	cj.Name = m[1]
-	cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds = set.ActiveDeadlineSeconds
-	pod := &cj.Spec.JobTemplate.Spec.Template.Spec
-	pod.TerminationGracePeriodSeconds = set.TerminationGracePeriodSeconds
-	pod.Containers[0].Command = set.Command
-	return cj
-}
-
 // applyServerSide applies manifest with the rig's kubectl, server-side (the API server
 // validates every field strictly); name names its file in the work dir.
 func (r *rig) applyServerSide(name, manifest string) {
@@ -502,18 +466,10 @@ func (r *rig) runCronJob(cj *batchv1.CronJob, kubeconfig string) (string, int) {
 // is set aside meanwhile: an audit of every location rightly fails on it.
 func (r *rig) readmeCronJobs(backup string) {
 	ctx := context.Background()
-	var auditJob *batchv1.CronJob
-	var auditYAML string
-	for _, doc := range r.readmeManifests(auditREADME) {
-		var cj batchv1.CronJob
-		if yaml.Unmarshal([]byte(doc), &cj) == nil && cj.Kind == "CronJob" {
-			auditJob, auditYAML = &cj, doc
-		}
+	auditYAML, auditJob, drillJob, err := readme.CronJobs(r.readmeFile(auditREADME))
+	if err != nil {
+		r.t.Fatalf("%s: %v", auditREADME, err)
 	}
-	if auditJob == nil {
-		r.t.Fatalf("%s has no CronJob", auditREADME)
-	}
-	drillJob := r.readmeDrillCronJob(auditJob)
 	drillYAML, err := yaml.Marshal(drillJob)
 	must(r.t, err)
 
