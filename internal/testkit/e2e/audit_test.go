@@ -172,10 +172,17 @@ func (r *rig) runSubcommand(name string, args ...string) (string, int) {
 // error and its exit status.
 func (r *rig) runSubcommandAs(kubeconfig, name string, args ...string) (string, string, int) {
 	r.t.Helper()
+	return r.runPlugin(r.serverEnv, name, append([]string{"--kubeconfig", kubeconfig, "--namespace", veleroNS}, args...)...)
+}
+
+// runPlugin runs the plugin binary's subcommand name with args in the environment env (after
+// the rig's own), and returns its standard output and error and its exit status.
+func (r *rig) runPlugin(env []string, name string, args ...string) (string, string, int) {
+	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), subcommandTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(r.pluginDir, pluginBin), append([]string{name, "--kubeconfig", kubeconfig, "--namespace", veleroNS}, args...)...)
-	cmd.Env = append(inheritedEnv(), r.serverEnv...)
+	cmd := exec.CommandContext(ctx, filepath.Join(r.pluginDir, pluginBin), append([]string{name}, args...)...)
+	cmd.Env = append(inheritedEnv(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -95,6 +95,7 @@ func TestE2E(t *testing.T) {
 	r.sub("delete-from-source-cluster", func() { r.deleteBackups(sim, "e2e-kill", "e2e-restart") })
 	r.sub("audit-and-drill", func() { r.auditAndDrill(sim, "e2e-main") })
 	r.sub("readme-roles-audit-drill", func() { r.readmeRolesForAuditAndDrill("e2e-main") })
+	r.sub("readme-roles-plugin-cronjob", func() { r.readmeRolesForPluginAndCronJobs("e2e-main") })
 	// Velero reinstalled: the first audit, before the backup sync, deletes nothing a record names.
 	r.sub("reinstall", func() { r.reinstall(sim, "e2e-main") })
 	// An existing install's upstream VolumeSnapshotLocation: check names it, the README's move.
@@ -113,6 +114,7 @@ func TestE2E(t *testing.T) {
 	r.sub("vault-backup", func() { r.vaultBackup(sim) })
 	// The preflight check of every location, the vault's included, changing nothing.
 	r.sub("preflight-check", func() { r.preflightCheck(sim) })
+	r.sub("readme-roles-check", r.readmeRolesForCheck)
 	r.sub("vault-restore", func() { r.vaultRestore(sim) })
 	r.sub("vault-delete", func() { r.vaultDelete(sim) })
 	// The source account gone: a recovery cluster with the vault's identity alone restores.

@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 )
 
 // referenceDocs are the READMEs beside the code that the top-level one links to for manifests:
@@ -110,26 +113,23 @@ func TestCronJobAlertsWatchItsJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cron *batchv1.CronJob
+	_, cron, _, err := CronJobs(string(src))
+	if err != nil {
+		t.Fatalf("%s: %v", referenceDocs[1], err)
+	}
 	var rules *ruleFile
 	for _, b := range blocks {
 		if b.lang != "yaml" {
 			continue
 		}
-		body := []byte(strings.Join(b.body, "\n"))
-		var c batchv1.CronJob
-		if yaml.Unmarshal(body, &c) == nil && c.Kind == "CronJob" {
-			cron = &c
-			continue
-		}
-		if j, err := yaml.YAMLToJSON(body); err == nil {
+		if j, err := yaml.YAMLToJSON([]byte(strings.Join(b.body, "\n"))); err == nil {
 			if rf, err := decodeRuleFile(j); err == nil {
 				rules = &rf
 			}
 		}
 	}
-	if cron == nil || rules == nil {
-		t.Fatalf("%s: CronJob %v, rule file %v: want both", referenceDocs[1], cron != nil, rules != nil)
+	if rules == nil {
+		t.Fatalf("%s: no rule file", referenceDocs[1])
 	}
 	job := cron.Spec.JobTemplate.Spec
 	if job.ActiveDeadlineSeconds == nil || *job.ActiveDeadlineSeconds <= 0 {
@@ -164,5 +164,33 @@ func TestCronJobAlertsWatchItsJobs(t *testing.T) {
 	}
 	if !strings.Contains(string(src), "CronJob `"+drillCronJob+"`") {
 		t.Errorf("%s does not name the drill's CronJob %s, which the alerts watch", referenceDocs[1], drillCronJob)
+	}
+}
+
+// drillCleanup is how long a stopped drill takes at most to delete the volumes it made (the
+// audit README's "for at most 5 minutes").
+const drillCleanup = 5 * time.Minute
+
+// The drill's CronJob, as the audit README's sentence makes it of the audit's, runs the same
+// binary's drill with --confirm, fails a hung run only after the drill's own --timeout, and
+// gives a drill stopped at the deadline its time to delete the volumes it made.
+func TestDrillCronJobOutlastsTheDrill(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(readmePath(t)), referenceDocs[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, audit, dr, err := CronJobs(string(src))
+	if err != nil {
+		t.Fatalf("%s: %v", referenceDocs[1], err)
+	}
+	cmd, auditCmd := dr.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Command, audit.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Command
+	if len(cmd) < 2 || cmd[0] != auditCmd[0] || cmd[1] != drill.Command || !slices.Contains(cmd, "--confirm") {
+		t.Errorf("the drill's CronJob runs %q: want %s %s … --confirm", cmd, auditCmd[0], drill.Command)
+	}
+	if d := *dr.Spec.JobTemplate.Spec.ActiveDeadlineSeconds; time.Duration(d)*time.Second <= drill.DefaultTimeout {
+		t.Errorf("the drill's CronJob ends its Jobs after %d s, within the drill's --timeout %s: a slow drill fails as hung", d, drill.DefaultTimeout)
+	}
+	if g := *dr.Spec.JobTemplate.Spec.Template.Spec.TerminationGracePeriodSeconds; time.Duration(g)*time.Second <= drillCleanup {
+		t.Errorf("the drill's pod has %d s to stop, not more than the %s a stopped drill takes to delete its volumes", g, drillCleanup)
 	}
 }
