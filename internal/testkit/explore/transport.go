@@ -191,9 +191,14 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // errorResponse is EC2's error document for code.
 func errorResponse(req *http.Request, status int, code, message string) *http.Response {
 	doc := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>explore</RequestID></Response>`, code, message)
+	return documentResponse(req, status, "text/xml;charset=UTF-8", doc)
+}
+
+// documentResponse is an answer of status carrying doc.
+func documentResponse(req *http.Request, status int, contentType, doc string) *http.Response {
 	return &http.Response{
 		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Header:        http.Header{"Content-Type": []string{"text/xml;charset=UTF-8"}},
+		Header:        http.Header{"Content-Type": []string{contentType}},
 		Body:          io.NopCloser(strings.NewReader(doc)),
 		ContentLength: int64(len(doc)),
 		Request:       req,

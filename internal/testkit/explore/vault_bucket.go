@@ -3,7 +3,6 @@ package explore
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -197,14 +196,7 @@ func s3ErrorResponse(req *http.Request, code string) *http.Response {
 		status = http.StatusServiceUnavailable
 	}
 	doc := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>explore</RequestId></Error>`, code, http.StatusText(status))
-	return &http.Response{
-		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Header:        http.Header{"Content-Type": []string{"application/xml"}},
-		Body:          io.NopCloser(strings.NewReader(doc)),
-		ContentLength: int64(len(doc)),
-		Request:       req,
-		Proto:         "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-	}
+	return documentResponse(req, status, "application/xml", doc)
 }
 
 // vaultBuckets loads the audit's S3 configs: signing as the account of the credentials, through

@@ -75,12 +75,7 @@ func TestWhatAThiefCanDoToTheVault(t *testing.T) {
 	thief := rig.ClientAs(a.URL, rig.VaultAccount, vaultRegion)
 	ctx := context.Background()
 	var copied string
-	tests := []struct {
-		claim string
-		try   func() error
-		// refused is the error code EC2 answers, "" when the thief succeeds.
-		refused string
-	}{
+	tryClaims(t, "a thief", []claim{
 		{claim: "can read the vault copies' metadata", try: func() error {
 			out, err := thief.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{governed, complied}})
 			if err == nil && len(out.Snapshots) != 2 {
@@ -120,22 +115,13 @@ func TestWhatAThiefCanDoToTheVault(t *testing.T) {
 			_, err := thief.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: aws.String(complied)})
 			return err
 		}},
-	}
-	for _, tt := range tests {
-		if err := tt.try(); ec2api.Code(err) != tt.refused {
-			t.Errorf("a thief %s: %v, want %s", tt.claim, err, answer(tt.refused))
-		}
-	}
+	})
 
 	admin := thiefAccounts(t, nil)
 	complied = vaultCopyLocked(t, admin, model.Lock{Mode: model.LockModeCompliance, Days: thiefLockDays, CoolOffHours: thiefCoolOffHours})
 	admin.Clock.Step(thiefCoolOffHours*time.Hour + time.Minute)
 	root := rig.ClientAs(admin.URL, rig.VaultAccount, vaultRegion)
-	nobody := []struct {
-		claim   string
-		try     func() error
-		refused string
-	}{
+	tryClaims(t, "the vault account, allowed every action,", []claim{
 		{claim: "cannot remove a compliance lock past its cool-off", refused: "IncorrectState", try: func() error {
 			_, err := root.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: aws.String(complied)})
 			return err
@@ -147,10 +133,23 @@ func TestWhatAThiefCanDoToTheVault(t *testing.T) {
 			_, err := root.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(complied)})
 			return err
 		}},
-	}
-	for _, tt := range nobody {
-		if err := tt.try(); ec2api.Code(err) != tt.refused {
-			t.Errorf("the vault account, allowed every action, %s: %v, want %s", tt.claim, err, answer(tt.refused))
+	})
+}
+
+// claim is one thing the thief section says someone can or cannot do: the try, and the error
+// code EC2 refuses it with ("" when it succeeds).
+type claim struct {
+	claim   string
+	try     func() error
+	refused string
+}
+
+// tryClaims tries each claim of who in order.
+func tryClaims(t *testing.T, who string, claims []claim) {
+	t.Helper()
+	for _, c := range claims {
+		if err := c.try(); ec2api.Code(err) != c.refused {
+			t.Errorf("%s %s: %v, want %s", who, c.claim, err, answer(c.refused))
 		}
 	}
 }
