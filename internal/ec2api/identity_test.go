@@ -45,7 +45,7 @@ func TestAccountNamesTheAccountOfTheCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	stsAt(t, srv.URL)
+	srv.OnlyThis(t)
 	fileA, fileB := keyFile(t, keyA), keyFile(t, keyB)
 	f := NewFactory()
 	tests := []struct {
@@ -148,9 +148,8 @@ func TestAccountNamesTheChainOfAssumedRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	stsAt(t, srv.URL)
+	srv.OnlyThis(t)
 	token := credentialsFile(t, ec2sim.WebIdentityToken(veleroSA))
-	t.Setenv("AWS_ENDPOINT_URL_EC2", srv.URL)
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", srv.URL+"/v1/credentials")
 	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token)
 	vault := func(section, extID, source string) string {

@@ -119,6 +119,63 @@ func TestGovernanceLock(t *testing.T) {
 	}
 }
 
+// TestChangingALock: as EC2 documents LockSnapshot on a locked snapshot, a governance lock and
+// a compliance lock in its cooling-off period take any change (shorter, longer, the other mode);
+// a compliance lock past it only a longer duration (TestComplianceLock). A shortened lock that
+// ends lets the snapshot be deleted.
+func TestChangingALock(t *testing.T) {
+	f := start(t, sharingConfig())
+	a := f.clientAs("us-east-1", keyA, "")
+	governance := ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, LockDuration: aws.Int32(30)}
+	coolingOff := ec2.LockSnapshotInput{LockMode: types.LockModeCompliance, CoolOffPeriod: aws.Int32(72), LockDuration: aws.Int32(30)}
+	soon := func() *time.Time { return aws.Time(f.clock.Now().Add(time.Hour)) }
+	tests := []struct {
+		name       string
+		first      ec2.LockSnapshotInput
+		then       func() ec2.LockSnapshotInput
+		wantState  types.LockState
+		endsWithin time.Duration // 0: the changed lock does not end within a day
+	}{
+		{"governance, shortened", governance, func() ec2.LockSnapshotInput {
+			return ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, ExpirationDate: soon()}
+		}, types.LockStateGovernance, time.Hour},
+		{"governance, lengthened", governance, func() ec2.LockSnapshotInput {
+			return ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, LockDuration: aws.Int32(60)}
+		}, types.LockStateGovernance, 0},
+		{"governance, turned compliance", governance, func() ec2.LockSnapshotInput {
+			return ec2.LockSnapshotInput{LockMode: types.LockModeCompliance, LockDuration: aws.Int32(30)}
+		}, types.LockStateCompliance, 0},
+		{"compliance cooling off, shortened", coolingOff, func() ec2.LockSnapshotInput {
+			return ec2.LockSnapshotInput{LockMode: types.LockModeCompliance, CoolOffPeriod: aws.Int32(1), ExpirationDate: soon()}
+		}, types.LockStateComplianceCooloff, time.Hour},
+		{"compliance cooling off, turned governance", coolingOff, func() ec2.LockSnapshotInput {
+			return ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, ExpirationDate: soon()}
+		}, types.LockStateGovernance, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := f.snapshotOf(a, acctA, VolumeSpec{})
+			first, then := tt.first, tt.then()
+			first.SnapshotId, then.SnapshotId = aws.String(snap), aws.String(snap)
+			if _, err := a.LockSnapshot(ctx, &first); err != nil {
+				t.Fatal(err)
+			}
+			out, err := a.LockSnapshot(ctx, &then)
+			if err != nil || out.LockState != tt.wantState {
+				t.Fatalf("changing the lock: %+v, %v; want it taken, %s", out, err, tt.wantState)
+			}
+			f.clock.Advance(tt.endsWithin + time.Minute)
+			err = deleteSnapshot(a, snap)
+			switch {
+			case tt.endsWithin > 0 && err != nil:
+				t.Errorf("delete once the changed lock ended: %v", err)
+			case tt.endsWithin == 0 && errCode(err) != "SnapshotLocked":
+				t.Errorf("delete under the changed lock: %v, want SnapshotLocked", err)
+			}
+		})
+	}
+}
+
 // TestLockPendingSnapshot: a pending snapshot can be locked; the lock duration starts when it
 // completes.
 func TestLockPendingSnapshot(t *testing.T) {

@@ -51,6 +51,7 @@ func (w *world) createInterleaved(i, j, after int) {
 // create is the worker asking for PV i's snapshot: through this plugin, in the item phase's
 // process, or through the upstream plugin's location.
 func (w *world) create(i int) {
+	defer w.writeRecord()
 	if w.setup.upgrade != nil {
 		w.oldCreate(i)
 		return
@@ -317,6 +318,9 @@ func (w *world) deleteBackup(kind deletionKind, hookAfter int, hookDelay time.Du
 	w.deleted, w.deletionFailed = true, failed
 	if !failed && reachesAll {
 		w.deletions++
+	}
+	if !failed {
+		w.deleteRecord()
 	}
 }
 

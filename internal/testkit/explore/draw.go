@@ -98,6 +98,9 @@ func drawSetup(t *rapid.T) setup {
 		if rapid.IntRange(0, 5).Draw(t, "mistyped vaultAccountId (0)") == 0 {
 			s.vaultAccountID = strangerAccount
 		}
+		if s.vaultBucket = rapid.IntRange(0, 2).Draw(t, "vaultBucket (0: none)") > 0; s.vaultBucket {
+			s.recordLag = rapid.SampledFrom(recordLags).Draw(t, "the records' replication lag (-1ns: broken)")
+		}
 	}
 	s.earlierBackup = rapid.IntRange(0, 3).Draw(t, "the bucket holds only this backup (0)") > 0
 	s.listingLag = rapid.SampledFrom(listingLags).Draw(t, "listing lag")
@@ -404,6 +407,7 @@ func explore(t *rapid.T, counts func(category) bool) *world {
 			return w
 		}
 	}
+	w.drawVaultBucketFault(t) // for the audit as the run settles
 	w.settle()
 	// The operator's next audit, once the backup's deletion has settled: --delete-orphans through
 	// a location drawn.

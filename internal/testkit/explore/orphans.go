@@ -75,6 +75,7 @@ const auditRole = "audit"
 
 var auditRequests = map[string]bool{
 	"DescribeSnapshots": true, "DescribeLockedSnapshots": true, "DescribeVolumes": true, "DeleteSnapshot": true, "DeleteVolume": true,
+	s3ListAction: true,
 }
 
 // The promises the orphan deletion breaks.
@@ -102,6 +103,9 @@ func (w *world) drillAndAuditActors() []string {
 	}
 	if len(w.restorable()) > 0 {
 		out = append(out, actDrill)
+	}
+	if w.setup.vaultBucket && w.itemPhaseDone() && w.inCluster() && countOf(w.kinds, actVaultAudit) < maxVaultAudits {
+		out = append(out, actVaultAudit)
 	}
 	return out
 }
@@ -133,28 +137,37 @@ func (w *world) stepDrillOrAudit(t *rapid.T, actor string) {
 		if age := rapid.SampledFrom(leftBehindAges).Draw(t, "age of a snapshot a deleted backup left (0: none)"); age > 0 {
 			w.leftBehind(age)
 		}
+		w.drawVaultBucketFault(t)
 		w.deleteOrphans(only, grace, available)
-		w.listingMisread, w.recordUnread, w.earlierMoved, w.oldBucketUnlisted = false, false, false, false
+		w.listingMisread, w.recordUnread, w.vaultBucketFault = false, false, ""
+		w.earlierMoved, w.oldBucketUnlisted = false, false
 	case actTaggedForeign:
 		w.taggedForeignSnapshot(rapid.SampledFrom([]string{theirInstall, ""}).Draw(t, "install tag (\"\": an earlier release)"),
 			rapid.SampledFrom([]string{backupName, otherBackupName}).Draw(t, "backup name"))
+	case actVaultAudit:
+		w.advance(rapid.SampledFrom(vaultAuditDelays).Draw(t, "the audit's time after the last step"))
+		w.drawVaultBucketFault(t)
+		w.deleteOrphans("", rapid.SampledFrom(orphanGraces).Draw(t, "orphan grace"), true)
+		w.vaultBucketFault = ""
 	case actDrill:
 		w.drill(rapid.SampledFrom(w.drillWays()).Draw(t, "drill --location, --from"), rapid.IntRange(0, maxPVs).Draw(t, "--max-volumes (0: all)"))
 	}
 }
 
 // deleteOrphans is audit --delete-orphans --confirm with grace, the storage location Available
-// or not, of every location ("") or (--location) only the one named, checked as it returns.
-func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable bool) {
+// or not, of every location ("") or (--location) only the one named, checked as it returns;
+// its report.
+func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable bool) audit.Report {
 	before := w.holdings()
 	c := w.cluster(bslAvailable)
 	clients := clusterClients{w: w, role: auditRole}
-	a := &audit.Auditor{Kube: c.kube, Stores: bucket{w: w}, Resolver: c.resolver, Clients: clients, Clock: w.clk,
-		Namespace: veleroNamespace, Provider: model.VolumeSnapshotterName}
+	a := &audit.Auditor{Kube: c.kube, Stores: bucket{w: w}, Resolver: c.resolver, Clients: clients, Buckets: vaultBuckets{w: w},
+		Clock: w.clk, Namespace: veleroNamespace, Provider: model.VolumeSnapshotterName}
 	opts := audit.DefaultOptions()
 	opts.OrphanGrace = grace
 	var rep audit.Report
 	var err error
+	w.vaultListing = vaultListing{}
 	if !w.onClock(func(ctx context.Context) {
 		var read audit.World
 		if read, err = a.Read(ctx, only); err == nil {
@@ -175,6 +188,8 @@ func (w *world) deleteOrphans(only string, grace time.Duration, bslAvailable boo
 	w.logf("audit: --delete-orphans --location %q (grace %s, storage location Available %v) -> deleted %v, refused %v, problems %q, %v", only, grace, bslAvailable, deleted, refused, rep.Problems, err)
 	w.checkSince(before, orphanDeletionBounds(w, grace))
 	w.checkVerdicts(rep, before.requests)
+	w.checkAccountLoss(rep)
+	return rep
 }
 
 // orphanDeletionBounds are what the orphan deletion with --orphan-grace grace may do: only
@@ -403,6 +418,10 @@ func (w *world) backupObject() *velerov1.Backup {
 	}
 	b := w.backup()
 	b.Labels = map[string]string{velerov1.StorageLocationLabel: storageLocation}
+	if w.setup.vaultBucket {
+		// A schedule's backup, so that the audit names its recovery points (vault_bucket.go).
+		b.Labels[velerov1.ScheduleNameLabel] = backupName
+	}
 	b.Spec.StorageLocation = storageLocation
 	b.Status.StartTimestamp = &metav1.Time{Time: t0}
 	switch {

@@ -23,8 +23,8 @@ const (
 
 // settle ends a run: faults stop, the item phase ends, Velero reconciles (cancelling what
 // passes the item-operation timeout, as it does) until every operation has ended or the
-// bound has passed (unless a reinstall abandoned them), restores a PV, then the backup is
-// deleted, and once the listing lag has passed nothing of it may be left.
+// bound has passed (unless a reinstall abandoned them), restores a PV, audits it with its vault
+// bucket (vault_bucket.go), then the backup is deleted, and once the listing lag has passed nothing of it may be left.
 func (w *world) settle() {
 	w.faults, w.kube = nil, nil
 	if w.waitsOnSTS() {
@@ -79,6 +79,7 @@ func (w *world) settle() {
 			}
 			w.checkStep()
 		}
+		w.auditVaultBucket()
 	}
 	w.setup.stsUnavailable = false
 	for try := 0; w.deletions == 0 && try < deletionTries; try++ {

@@ -3,6 +3,7 @@ package explore
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,13 +73,16 @@ type transport struct {
 // RoundTrip serves req with the simulator, or fails it as the world's faults say, and notes
 // whether it was answered.
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		return nil, err
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		_ = req.Body.Close()
 	}
-	_ = req.Body.Close()
 	form, _ := url.ParseQuery(string(body))
-	q := request{role: tr.role, signer: tr.signer, action: form.Get("Action"), region: "us-east-1", apiRefused: tr.w.kubeRefused}
+	q := request{role: tr.role, signer: tr.signer, action: cmp.Or(s3Action(req), form.Get("Action")), region: "us-east-1", apiRefused: tr.w.kubeRefused}
 	if m := credentialScope.FindStringSubmatch(req.Header.Get("Authorization")); m != nil {
 		q.region = m[1]
 	}
@@ -89,6 +93,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w.answered++
 	w.requests[i].answered, w.requests[i].completed = err == nil && res.StatusCode == http.StatusOK, w.answered
 	w.noteMarks(w.requests[i], form)
+	w.noteVaultListing(w.requests[i])
 	return res, err
 }
 
@@ -111,6 +116,9 @@ func (tr *transport) serve(req *http.Request, body []byte, form url.Values, q re
 		if w.down[q.region] {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused (region " + q.region + " is down)")}
 		}
+		if s3Action(req) != "" && w.vaultBucketFault != "" {
+			return s3ErrorResponse(req, w.vaultBucketFault), nil
+		}
 		if w.setup.stsUnavailable && q.action == "GetCallerIdentity" {
 			return errorResponse(req, http.StatusServiceUnavailable, "ServiceUnavailable", "STS is unavailable"), nil
 		}
@@ -124,7 +132,9 @@ func (tr *transport) serve(req *http.Request, body []byte, form url.Values, q re
 		if w.refusesMark(q, form) {
 			return errorResponse(req, http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. User is not authorized to perform: ec2:CreateTags"), nil
 		}
-		rule = w.faults.match(q.action, q.role)
+		if s3Action(req) == "" { // S3 fails as the vault bucket's fault says, above
+			rule = w.faults.match(q.action, q.role)
+		}
 		switch {
 		case rule == nil:
 		case rule.effect == faultThrottle:
@@ -181,9 +191,14 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // errorResponse is EC2's error document for code.
 func errorResponse(req *http.Request, status int, code, message string) *http.Response {
 	doc := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>explore</RequestID></Response>`, code, message)
+	return documentResponse(req, status, "text/xml;charset=UTF-8", doc)
+}
+
+// documentResponse is an answer of status carrying doc.
+func documentResponse(req *http.Request, status int, contentType, doc string) *http.Response {
 	return &http.Response{
 		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		Header:        http.Header{"Content-Type": []string{"text/xml;charset=UTF-8"}},
+		Header:        http.Header{"Content-Type": []string{contentType}},
 		Body:          io.NopCloser(strings.NewReader(doc)),
 		ContentLength: int64(len(doc)),
 		Request:       req,

@@ -135,6 +135,11 @@ type setup struct {
 	slotsHeldPast time.Duration
 	// volumeKinds are the kinds of the PVs' volumes, when drawn (volumes.go).
 	volumeKinds []volumeKind
+	// vaultBucket says the location names a vault bucket, which S3 Replication feeds with the
+	// storage location's records recordLag after Velero writes them (recordsNeverArrive: the
+	// replication is broken) (vault_bucket.go).
+	vaultBucket bool
+	recordLag   time.Duration
 }
 
 // The copies an account's policy may refuse.
@@ -181,6 +186,9 @@ func (s setup) config() map[string]string {
 		}
 		if s.retain {
 			m[model.ConfigVaultRetainOnDelete] = "true"
+		}
+		if s.vaultBucket {
+			m[model.ConfigVaultBucket] = vaultBucketName
 		}
 	}
 	return m
@@ -244,6 +252,9 @@ func (s setup) String() string {
 	}
 	if s.slotsHeldPast > 0 {
 		upgrade += fmt.Sprintf("; copy slots held by another tool until %s past the first item-operation timeout", s.slotsHeldPast)
+	}
+	if s.vaultBucket {
+		upgrade += "; " + replicationText(s.recordLag)
 	}
 	return fmt.Sprintf("PVs %s; location %s; vault credentials of %s; listing lag %s; item-operation timeout %s; %s a mutating request%s",
 		strings.Join(parts, ", "), strings.Join(kv, " "), s.vaultCredsOf, s.listingLag, s.timeout, s.requestTime, upgrade)
@@ -377,6 +388,13 @@ type world struct {
 	// earlierMoved says the earlier backup's files are in the old bucket's storage location
 	// during the step; oldBucketUnlisted that it answers its listing with SlowDown.
 	earlierMoved, oldBucketUnlisted bool
+	// recordWritten says Velero has written the backup's record into the storage location's
+	// bucket; vaultBucketFault is the vault bucket's answer to the audit during the step ("":
+	// it answers); vaultListing is what the audit's last listing of the vault bucket saw
+	// (vault_bucket.go).
+	recordWritten    bool
+	vaultBucketFault string
+	vaultListing     vaultListing
 
 	foreign   map[string]foreignSnapshot
 	locked    map[string]bool
@@ -450,6 +468,11 @@ func newWorld(s setup) (*world, error) {
 		w.ops = append(w.ops, &operation{pv: pv, volumeID: vol, upstream: s.upstream[i]})
 	}
 	w.logf("setup: %s", s)
+	if s.vaultBucket {
+		if err := w.makeBuckets(); err != nil {
+			return nil, err
+		}
+	}
 	if s.earlierBackup {
 		// An earlier backup of this install, in the bucket and not synced into the cluster.
 		w.earlierSnapshot = w.otherSnapshot(map[string]string{model.TagBackup: earlierBackupName, model.TagPV: "pvc-earlier",

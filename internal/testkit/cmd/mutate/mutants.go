@@ -296,6 +296,22 @@ var mutants = []mutant{
 		if a := src.Tags[model.TagVaultAccount]; a != "" {`,
 	},
 	{
+		name: "vault-restorable-record-ignored",
+		rule: `audit: "vault-restorable when its vault copies completed (and are locked, where asked) and its record is in the vault bucket"`,
+		file: "internal/audit/decide_vault.go",
+		old:  `		case !held:`,
+		new:  `		case false && !held:`,
+	},
+	{
+		name: "vault-restorable-unread-bucket",
+		rule: `audit: "unknown, never restorable, when the vault or its bucket could not be read"`,
+		file: "internal/audit/decide_vault.go",
+		old: `		case b.Err != "":
+			unknown = append(unknown, fmt.Sprintf("vault bucket %s could not be read: %s", b.Bucket.Name, b.Err))
+`,
+		new: ``,
+	},
+	{
 		name: "recovery-point-any-phase",
 		rule: `Recovery points: "the newest Completed backup whose copies there are all completed"`,
 		file: "internal/audit/decide.go",
