@@ -21,6 +21,7 @@ import (
 	"github.com/velero-async/velero-plugin-for-aws/internal/drill"
 	"github.com/velero-async/velero-plugin-for-aws/internal/ec2api"
 	"github.com/velero-async/velero-plugin-for-aws/internal/model"
+	"github.com/velero-async/velero-plugin-for-aws/internal/testkit/audittest"
 )
 
 const (
@@ -87,7 +88,7 @@ func (r *rig) auditAndDrill(sim simClient, backup string) {
 	left := aws.ToString(out.SnapshotId)
 	r.waitCompleted(sim, acct, left) // a pending snapshot's deletion takes effect only once it completes
 	found, code := r.runAudit("--location", vslName, "--orphan-grace", "0s")
-	if ids := orphanIDs(found); len(ids) != 1 || ids[0] != left || code != audit.ExitFindings {
+	if ids := audittest.OrphanIDs(found); len(ids) != 1 || ids[0] != left || code != audit.ExitFindings {
 		r.t.Errorf("audit: orphans %v, exit %d; want only %s, exit %d", ids, code, left, audit.ExitFindings)
 	}
 	deleted, code := r.runAudit("--location", vslName, "--orphan-grace", "0s", "--delete-orphans", "--confirm")
@@ -206,14 +207,4 @@ func backupLine(rep audit.Report, name string) (audit.BackupLine, bool) {
 		}
 	}
 	return audit.BackupLine{}, false
-}
-
-func orphanIDs(rep audit.Report) []string {
-	var ids []string
-	for _, g := range rep.Orphans {
-		for _, o := range g.Orphans {
-			ids = append(ids, o.ID)
-		}
-	}
-	return ids
 }
