@@ -178,8 +178,9 @@ func configTargets(m map[string]string) []model.Target {
 type fillFacts struct {
 	// followed: an operation follows it, or certainly will (the one snapshot of its PV carrying
 	// the backup's UID, or the one of them marked recorded); a stray no operation could claim is
-	// not. ended: this process reported its operation ended.
-	followed, ended bool
+	// not. ended: this process reported its operation ended. claimed: an operation's Progress
+	// or Cancel call in this process follows it. vault: the target is a vault account.
+	followed, ended, claimed, vault bool
 	// failed: it is marked copy-failed (its operation failed on a refused or failed copy);
 	// failing: this process saw its copy into one of its targets refused or ended in error.
 	failed, failing bool
@@ -200,12 +201,16 @@ type fillFacts struct {
 // copy-failed in EC2, or seen failing here), nor one cancelled or timed out, whose create did
 // not return it to Velero, whose deletion has begun, or that has its copy; one no operation
 // follows waits for an operation's claim (a stray, which none could claim, is never copied);
-// one asked for within the listing lag waits for EC2's listing.
+// one asked for within the listing lag waits for EC2's listing. A vault copy waits for its own
+// operation's claim in this process: an operation that failed in an earlier process, unable to
+// mark its source copy-failed (EC2 refusing the tag), looks followed to a fresh process, and
+// sharing its source then would leave it shared and its vault copy unlocked, with no call of
+// that operation to come. A regional copy of it does no such harm: it goes with the backup.
 func decideFill(f fillFacts) verdict {
 	switch {
 	case f.ended || f.failed || f.failing || f.copied || f.cancelled || f.timedOut || f.unreturned || f.deleting:
 		return copyNever
-	case !f.followed:
+	case !f.followed || f.vault && !f.claimed:
 		return copyOnClaim
 	case f.requested:
 		return copyLater
@@ -220,6 +225,8 @@ func fillFactsOf(v *backupView, s *types.Snapshot, tg model.Target, now time.Tim
 	return fillFacts{
 		followed:   v.followed[id],
 		ended:      v.ended[id],
+		claimed:    v.claimed[id],
+		vault:      tg.Vault(),
 		failed:     model.TagValue(s.Tags, model.TagCopyFailed) != "",
 		failing:    failingSource(v, s),
 		copied:     v.copyOf(tg, id) != nil,

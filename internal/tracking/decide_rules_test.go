@@ -58,6 +58,8 @@ func TestWhichSourcesAFillCopies(t *testing.T) {
 	}{
 		{"the source of an open operation is copied, whichever operation's Progress call fills", open, copyNow},
 		{"a source no operation follows yet waits for one to claim it (a stray, not the one of its PV carrying the backup's UID, never is copied)", fillFacts{}, copyOnClaim},
+		{"a vault copy waits for its own operation's claim in this process: an operation that failed in an earlier one, its copy-failed mark refused, looks open to a fresh process", with(func(f *fillFacts) { f.vault = true }), copyOnClaim},
+		{"a vault copy of a source its operation claimed in this process is shared and copied in the fill", with(func(f *fillFacts) { f.vault, f.claimed = true, true }), copyNow},
 		{"a source whose operation this process reported ended is not copied", with(func(f *fillFacts) { f.ended = true }), copyNever},
 		{"a source whose copy into another target was refused or failed is neither shared nor copied", with(func(f *fillFacts) { f.failing = true }), copyNever},
 		{"a source marked copy-failed (its operation failed, in this process or another) is neither shared nor copied", with(func(f *fillFacts) { f.failed = true }), copyNever},

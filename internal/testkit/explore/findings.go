@@ -34,6 +34,7 @@ var findings = []finding{
 	{"shared again: a later reconcile shares a failed operation's source again (the vault account refusing CopySnapshot)", catSharedAgain, true},
 	{"unlocked: a failed regional copy leaves the vault copy unlocked", catUnlockedAfterEnd, true},
 	{"retained: Cancel deletes a pending vault copy kept by vaultRetainOnDelete", catCancelDeletedRetained, true},
+	{"shared again, marks refused: an operation failing because EC2 refuses (IAM) the marks of its source, copy-failed included, looks open to a later reconcile's fresh process, whose fill shares the source with the vault account and copies it, with no call of the operation to remove the share", catSharedAgain, true},
 	{"progress: a transient error takes an open operation's progress back (to 0 of 0, as documented, only while nothing of EC2 can be read)", catProgressBack, true},
 	{"lost handoff: a snapshot whose CreateSnapshot failed is left when its operation ends without deleting it (timed out, or the backup deleted while it was open) and it, or every snapshot Velero recorded, lacks the backup's UID: the deletion finds failed snapshots by the recorded snapshots' UID", catUIDLessLeaked, true},
 	{"deletion race: a copy a reconcile sends while the deletion's mark is on its way is listed just after the deletion stops waiting for it, and is left", catCopyLeaked, true},

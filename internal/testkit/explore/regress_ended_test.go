@@ -163,6 +163,28 @@ var endedRegressions = []regression{
 			}
 		},
 	},
+	{
+		name: "an operation failing because EC2 refuses (IAM, for one reconcile) the marks of its source: a later reconcile shares nothing of it with the vault account",
+		want: catSharedAgain,
+		setup: func() setup {
+			s := vaultOnly(twoPVs(setup{seed: 59}), true)
+			s.copyTo = true
+			return s
+		}(),
+		steps: func(w *world) {
+			w.execute(0)
+			w.create(0)
+			w.advanceUntilSnapshotAt(0, 100)
+			w.execute(1)
+			w.create(1)
+			w.reconcileUnderThenEnd(refusing("CreateTags", "source"))
+		},
+		kept: func(t *testing.T, w *world) {
+			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "CreateTags") {
+				t.Errorf("%s ended %s with %q; want it failed, naming the refused CreateTags", op.pv, op.state, op.result)
+			}
+		},
+	},
 }
 
 func init() { regressions = append(regressions, endedRegressions...) }

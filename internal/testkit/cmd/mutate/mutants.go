@@ -58,10 +58,8 @@ var mutants = []mutant{
 		name: "stray-source-copied",
 		rule: `rule 6: a Progress call fills copy slots with the sources an operation of the backup follows; a stray no operation could claim is never copied`,
 		file: "internal/tracking/decide_copy.go",
-		old: `	case !f.followed:
-		return copyOnClaim
-`,
-		new: ``,
+		old:  `	case !f.followed || f.vault && !f.claimed:`,
+		new:  `	case f.vault && !f.claimed:`,
 	},
 	{
 		name: "ended-source-copied",
