@@ -51,8 +51,16 @@ mutate:
 	go run ./internal/testkit/cmd/mutate -mutants '$(MUTANTS)'
 
 ## e2e: the plugin in a real Velero server, VELERO_VERSION=v1.18.3 (default) or v1.17.2 (kube-apiserver v1.34.4, etcd, upstream AWS plugin for the BSL); needs etcd (apt-get install -y etcd-server)
+# On a failure, the test's own messages (not its step log) are repeated at the end, where a CI
+# log's tail shows them.
 e2e:
-	E2E_VELERO_VERSION=$(or $(VELERO_VERSION),$(E2E_VELERO_VERSION),v1.18.3) go test -tags e2e -v -count=1 -timeout 40m ./internal/testkit/e2e/
+	@log=$$(mktemp); \
+	{ E2E_VELERO_VERSION=$(or $(VELERO_VERSION),$(E2E_VELERO_VERSION),v1.18.3) go test -tags e2e -v -count=1 -timeout 40m ./internal/testkit/e2e/ 2>&1 || echo "e2e: go test exited $$?"; } | tee $$log; \
+	if grep -q '^e2e: go test exited' $$log; then \
+	  echo '---- e2e failures: the failed subtests and their messages ----'; \
+	  grep -E -e '--- FAIL' -e '_test\.go:[0-9]+: ' $$log | grep -v -E '_test\.go:[0-9]+: ([0-9]{2}:[0-9]{2}:[0-9]{2} |stopped |all processes stopped)' | tail -60; \
+	  rm -f $$log; exit 1; \
+	fi; rm -f $$log
 
 ## fuzz: each fuzz test for $(FUZZTIME)
 fuzz:

@@ -257,7 +257,11 @@ func (r *rig) start(name string, env []string, firstLine chan<- string, bin stri
 	return p
 }
 
-// stop ends p's process group: SIGTERM, then SIGKILL after 15 s.
+// stop ends p as Kubernetes ends a container: SIGTERM to the process alone, SIGKILL after 15 s,
+// then SIGKILL to what is left of its group (the kernel ends a PID namespace's other processes
+// when its first one exits). The Velero server's plugin processes are its children: a SIGTERM
+// to the whole group killed them under a reconcile's Progress calls, which Velero then records
+// failed, and the restarted server finalized the backup Completed with every operation Failed.
 func (r *rig) stop(p *proc) {
 	p.stopped = true
 	select {
@@ -266,7 +270,7 @@ func (r *rig) stop(p *proc) {
 	default:
 	}
 	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(15 * time.Second):
