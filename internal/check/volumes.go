@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/velero-async/velero-plugin-for-aws/internal/pv"
 )
@@ -31,10 +32,18 @@ func takesBackups(lc *locationCheck) (bool, string) {
 			return true, "Schedule " + s.Name + " names it"
 		}
 	}
+	const restores = ", so it is taken for a location a recovery cluster keeps for restores"
+	var unknown []string
 	if s := lc.cluster.settings; !s.known() {
-		return false, "no Schedule names it and whether it is Velero's default for " + lc.Provider + " is not known (" + s.problem.String() + "), so it is taken for a location a recovery cluster keeps for restores"
+		unknown = append(unknown, "whether it is Velero's default for "+lc.Provider+" is not known ("+s.problem.String()+")")
 	}
-	return false, "it is not Velero's default for " + lc.Provider + " and no Schedule names it, so it is taken for a location a recovery cluster keeps for restores"
+	if p := lc.cluster.scheduleProblem; p != nil {
+		unknown = append(unknown, "whether a Schedule names it is not known ("+p.String()+")")
+	}
+	if len(unknown) > 0 {
+		return false, strings.Join(unknown, "; ") + restores
+	}
+	return false, "it is not Velero's default for " + lc.Provider + " and no Schedule names it" + restores
 }
 
 // regionVolumes judges region against the cluster's EBS volumes (nil pvs: they were read).

@@ -180,6 +180,28 @@ func TestEBSVolumesInTheLocationsRegion(t *testing.T) {
 	}
 }
 
+// A location among several, with Velero's Schedules unreadable: the region check says it does
+// not know whether a Schedule names the location, never that none does.
+func TestEBSVolumesWithSchedulesUnreadable(t *testing.T) {
+	srv := startSim(t)
+	objs := []client.Object{
+		vsl("ebs", location.DefaultProvider, map[string]string{"region": "us-east-2"}, ""),
+		vsl("ebs-west", location.DefaultProvider, map[string]string{"region": "us-west-2"}, ""),
+		deployment(), inTreePV("pv-a", "aws://us-east-1a/vol-0123456789abcdef0"),
+	}
+	c := checker(t, srv.URL, objs...)
+	c.Kube = refusing{c.Kube, []string{"ScheduleList"}}
+	rep, err := c.Run(t.Context(), "ebs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := findingOf(t, rep, "EBS volumes in us-east-2")
+	holds(t, f, []string{"whether a Schedule names it is not known", "forbidden"}, []string{"set region: us-east-1"})
+	if strings.Contains(f.Detail, "no Schedule names it") {
+		t.Errorf("detail %q claims what was not read", f.Detail)
+	}
+}
+
 // holds checks that the finding's detail holds each of detail, and its fix each of fix.
 func holds(t *testing.T, f Finding, detail, fix []string) {
 	t.Helper()
