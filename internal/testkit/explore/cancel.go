@@ -67,7 +67,7 @@ func (w *world) checkCancelRequest(q request, form url.Values) {
 		case lockedNow(s):
 			w.violate(catDeletedLocked, "a %s request asked EC2 to delete %s in %s of %s, locked (%s) while %s", q.role, id, q.region, q.signer, s.LockState, s.State)
 		}
-		if w.cancels.inCancel && w.setup.retain && s.SourceSnapshotID != "" && s.Account == w.cfg.Vault.AccountID && s.State != "error" {
+		if w.cancels.inCancel && w.retainAsked(s) && s.SourceSnapshotID != "" && s.Account == w.cfg.Vault.AccountID && s.State != "error" {
 			w.violate(catCancelDeletedRetained, "Cancel asked EC2 to delete vault copy %s of %s in %s (%s), kept by vaultRetainOnDelete", id, s.SourceSnapshotID, q.region, s.State)
 			delete(w.retained, id) // reported here, not again as a kept snapshot deleted
 		}

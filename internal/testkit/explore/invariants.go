@@ -179,8 +179,9 @@ func (w *world) checkStep() {
 		if lockedNow(s) {
 			w.locked[s.ID] = true
 		}
-		// Kept, pending or completed, as vaultRetainOnDelete asks.
-		if w.setup.retain && s.State != "error" && !s.DeletePending && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
+		// Kept, pending or completed, as vaultRetainOnDelete asks: the location's config now or
+		// the copy's tag, written from the config when its source was taken.
+		if w.retainAsked(s) && s.State != "error" && !s.DeletePending && s.Account == w.cfg.Vault.AccountID && s.SourceSnapshotID != "" && w.recorded(s.SourceSnapshotID) != nil {
 			w.retained[s.ID] = true
 		}
 		if s.SourceSnapshotID == "" || s.DeletePending {

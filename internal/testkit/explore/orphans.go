@@ -332,7 +332,13 @@ func (w *world) namedByRecord(s ec2sim.Snapshot) string {
 // backup is deleted: by the tag written with it, or by the location's config as it is now.
 func (w *world) retainedVaultCopy(s ec2sim.Snapshot) bool {
 	vaultCopy := s.SourceSnapshotID != "" && (s.Tags[model.TagSourceAccount] != "" || s.Account == w.cfg.Vault.AccountID)
-	return vaultCopy && (s.Tags[model.TagVaultRetainOnDelete] == "true" || w.setup.retain)
+	return vaultCopy && w.retainAsked(s)
+}
+
+// retainAsked reports whether vaultRetainOnDelete asks to keep s, a vault copy: the location's
+// config now, or the tag its source was taken with (the config then).
+func (w *world) retainAsked(s ec2sim.Snapshot) bool {
+	return w.setup.retain || s.Tags[model.TagVaultRetainOnDelete] == "true"
 }
 
 // noInstall stands for the install tag an earlier release did not write.

@@ -31,8 +31,9 @@ const (
 
 // Config changes a user may make after the backup's snapshots were taken.
 const (
-	retainTurnedOn = "vaultRetainOnDelete turned on"
-	copyMoved      = "copyToRegion moved to " + farRegion
+	retainTurnedOn  = "vaultRetainOnDelete turned on"
+	retainTurnedOff = "vaultRetainOnDelete turned off"
+	copyMoved       = "copyToRegion moved to " + farRegion
 )
 
 // syncActors lists the actors of this file that may take the next step.
@@ -116,8 +117,11 @@ func (w *world) sync() {
 // configChanges are the changes a user may still make to the location's config.
 func (w *world) configChanges() []string {
 	var out []string
-	if w.setup.vault && !w.setup.retain {
+	switch {
+	case w.setup.vault && !w.setup.retain:
 		out = append(out, retainTurnedOn)
+	case w.setup.vault:
+		out = append(out, retainTurnedOff)
 	}
 	if w.setup.copyTo && !w.setup.copyMoved {
 		out = append(out, copyMoved)
@@ -131,6 +135,9 @@ func (w *world) changeConfig(change string) {
 	switch change {
 	case retainTurnedOn:
 		w.setup.retain = true
+	case retainTurnedOff:
+		// What only the config kept may go from now on; the next check keeps what the tags keep.
+		w.setup.retain, w.retained = false, map[string]bool{}
 	case copyMoved:
 		w.setup.copyMoved = true
 	}
