@@ -185,6 +185,23 @@ var endedRegressions = []regression{
 			}
 		},
 	},
+	{
+		name: "vaultRetainOnDelete turned off after the backup: its deletion keeps the vault copy its tag keeps, and audit --delete-orphans keeps it too",
+		want: catOrphanDeletion,
+		setup: func() setup {
+			s := vaultOnly(onePV(setup{seed: 60}), false)
+			s.retain, s.earlierBackup = true, true
+			return s
+		}(),
+		steps: func(w *world) {
+			w.runAll()
+			w.pollUntilEnded()
+			w.changeConfig(retainTurnedOff)
+			w.checkStep()
+			w.settle()
+			w.deleteOrphans("", 0, true)
+		},
+	},
 }
 
 func init() { regressions = append(regressions, endedRegressions...) }

@@ -29,7 +29,7 @@ const suiteTimeout = 30 * time.Minute
 // explorerPackage is the package the explorer runs in, and explorerRun the test that runs it.
 const (
 	explorerPackage = "./internal/testkit/explore/"
-	explorerRun     = "^TestExplore$"
+	explorerRun     = "^(TestExplore|TestRegressions)$"
 )
 
 func main() {
@@ -178,8 +178,8 @@ func vet(ctx context.Context, root, overlay string, m mutant) outcome {
 	return outcome{verdict: appliesDryly}
 }
 
-// explore runs the explorer alone, as make test runs it (its fixed seeds and budget), on the
-// code the overlay mutates.
+// explore runs the explorer, as make test runs it (its fixed seeds and budget), and its
+// regression scenarios on the code the overlay mutates.
 func explore(ctx context.Context, root, overlay string) outcome {
 	cmd := exec.CommandContext(ctx, "go", "test", "-overlay", overlay, "-count=1", "-timeout", suiteTimeout.String(), "-run", explorerRun, explorerPackage)
 	cmd.Dir = root
@@ -198,6 +198,9 @@ func explore(ctx context.Context, root, overlay string) outcome {
 // message, which the explorer starts with the broken promise's name and a colon.
 var rapidFailure = regexp.MustCompile(`\[rapid\] (failed|panic) after (\d+) tests: ([^\n]*)`)
 
+// scenarioFailure is how go test reports a regression scenario that broke a promise.
+var scenarioFailure = regexp.MustCompile(`--- FAIL: TestRegressions/(\S+)`)
+
 // judge reads a failed explorer run's output: the first broken promise, or why the run failed
 // without one.
 func judge(output string) outcome {
@@ -209,6 +212,9 @@ func judge(output string) outcome {
 			what = "panic: " + what
 		}
 		return outcome{verdict: killed, why: fmt.Sprintf("%s (at seed %s)", what, m[2])}
+	}
+	if m := scenarioFailure.FindStringSubmatch(output); m != nil {
+		return outcome{verdict: killed, why: "regression scenario " + strings.ReplaceAll(m[1], "_", " ")}
 	}
 	switch {
 	case strings.Contains(output, "[build failed]") || strings.Contains(output, "[setup failed]"):

@@ -84,6 +84,11 @@ func TestJudge(t *testing.T) {
 			want:   outcome{verdict: killed, why: "completed without the copy it asked for (at seed 6)"},
 		},
 		{
+			name:   "a regression scenario that breaks its promise kills the mutant, named",
+			output: "--- FAIL: TestRegressions (0.9s)\n    --- FAIL: TestRegressions/audit_keeps_it (0.01s)\n        regress_test.go:304: ...\nok\n",
+			want:   outcome{verdict: killed, why: "regression scenario audit keeps it"},
+		},
+		{
 			name:   "a panic kills the mutant",
 			output: "    explore_test.go:88: [rapid] panic after 2 tests: runtime error: index out of range\n",
 			want:   outcome{verdict: killed, why: "panic: runtime error: index out of range (at seed 2)"},
