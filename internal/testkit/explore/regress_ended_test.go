@@ -60,14 +60,7 @@ var endedRegressions = []regression{
 		name:  "a vault account refusing CopySnapshot fails each operation once: a later reconcile shares no failed operation's source again",
 		want:  catSharedAgain,
 		setup: vaultOnly(twoPVs(setup{seed: 53}), false),
-		steps: func(w *world) {
-			w.execute(0)
-			w.create(0)
-			w.advanceUntilSnapshotAt(0, 100)
-			w.execute(1)
-			w.create(1)
-			w.reconcileUnderThenEnd(refusing("CopySnapshot", "vault"))
-		},
+		steps: func(w *world) { w.secondOpenWhenFirstMeets(refusing("CopySnapshot", "vault")) },
 		kept: func(t *testing.T, w *world) {
 			if op := w.ops[0]; op.state != opFailed {
 				t.Errorf("%s ended %s with %q; want it failed on the refused vault copy", op.pv, op.state, op.result)
@@ -171,14 +164,7 @@ var endedRegressions = []regression{
 			s.copyTo = true
 			return s
 		}(),
-		steps: func(w *world) {
-			w.execute(0)
-			w.create(0)
-			w.advanceUntilSnapshotAt(0, 100)
-			w.execute(1)
-			w.create(1)
-			w.reconcileUnderThenEnd(refusing("CreateTags", "source"))
-		},
+		steps: func(w *world) { w.secondOpenWhenFirstMeets(refusing("CreateTags", "source")) },
 		kept: func(t *testing.T, w *world) {
 			if op := w.ops[0]; op.state != opFailed || !strings.Contains(op.result, "CreateTags") {
 				t.Errorf("%s ended %s with %q; want it failed, naming the refused CreateTags", op.pv, op.state, op.result)
@@ -220,6 +206,18 @@ func (w *world) reconcileUnderKubeThenEnd(f faults, k *kubeFault) {
 	w.checkStep()
 	w.pollUntilEnded()
 	w.advance(w.lag())
+}
+
+// secondOpenWhenFirstMeets completes the first PV's snapshot and takes the second's, then runs
+// one reconcile under faults f and ends (reconcileUnderThenEnd): the first operation meets f
+// while the second stays open after it, its Progress calls filling copies.
+func (w *world) secondOpenWhenFirstMeets(f faults) {
+	w.execute(0)
+	w.create(0)
+	w.advanceUntilSnapshotAt(0, 100)
+	w.execute(1)
+	w.create(1)
+	w.reconcileUnderThenEnd(f)
 }
 
 // regionalRefusedBesideLockedVault is one PV's location with a locked vault copy and a regional
