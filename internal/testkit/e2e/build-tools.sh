@@ -18,10 +18,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 KUBE_VERSION=v1.34.4
 VELERO_VERSION=${E2E_VELERO_VERSION:-v1.18.3}
+# The upstream plugin of the default Velero version, whose cache directory the others share.
+DEFAULT_AWS_PLUGIN_VERSION=v1.14.3
 
 case "$VELERO_VERSION" in
 v1.18.*)
-	AWS_PLUGIN_VERSION=v1.14.3
+	AWS_PLUGIN_VERSION=$DEFAULT_AWS_PLUGIN_VERSION
 	velero_dir=$here/tools velero_pkg=./cmd/velero
 	;;
 v1.17.*)
@@ -46,7 +48,7 @@ shared=
 if [[ "$velero_dir" != "$here/tools" ]]; then
 	# fakes3 and kube-apiserver come from the same sources as the default version's: reuse them
 	# from its cache directory when they are there.
-	shared="$cache/k8s-${KUBE_VERSION}_velero-v1.18.3_aws-v1.14.3_${hash}/bin"
+	shared="$cache/k8s-${KUBE_VERSION}_velero-v1.18.3_aws-${DEFAULT_AWS_PLUGIN_VERSION}_${hash}/bin"
 	hash=$( (echo "$hash" && cd "$velero_dir" && cat go.mod go.sum ./*.go) | sha256sum | cut -c1-12)
 fi
 key="k8s-${KUBE_VERSION}_velero-${VELERO_VERSION}_aws-${AWS_PLUGIN_VERSION}_${hash}"
@@ -90,7 +92,12 @@ mkdir -p "$kubectl_bin"
 (bin=$kubectl_bin shared= && build kubectl "$here/tools/kubectl" .)
 ln -sfn "$kubectl_bin/kubectl" "$bin/kubectl"
 
-if [[ ! -x "$bin/velero-plugin-for-aws" ]]; then
+if [[ ! -x "$bin/velero-plugin-for-aws" && -n "$shared" && "$AWS_PLUGIN_VERSION" == "$DEFAULT_AWS_PLUGIN_VERSION" && -x "$shared/velero-plugin-for-aws" ]]; then
+	# The same version as the default Velero version's: its binary, built from the same module.
+	cp "$shared/velero-plugin-for-aws" "$bin/.velero-plugin-for-aws.tmp"
+	mv "$bin/.velero-plugin-for-aws.tmp" "$bin/velero-plugin-for-aws"
+	echo "build-tools: velero-plugin-for-aws ${AWS_PLUGIN_VERSION} copied from $shared" >&2
+elif [[ ! -x "$bin/velero-plugin-for-aws" ]]; then
 	echo "build-tools: building velero-plugin-for-aws ${AWS_PLUGIN_VERSION} ..." >&2
 	start=$SECONDS
 	tmp=$(mktemp -d)
